@@ -1,0 +1,230 @@
+//! The driver seam: the few traits a database library implements so the engine can run on it.
+//!
+//! **Internal API.** These traits may change in minor releases. They are implemented only by
+//! driver crates that pass the conformance suite in `pgmill-drivertest`; applications use a driver
+//! crate (`pgmill-driver-sqlx`, `pgmill-driver-tokio-postgres`, `pgmill-driver-diesel`), not these
+//! traits directly.
+//!
+//! Core owns every SQL statement and builds [`Statement`]s (SQL text plus [`Value`] parameters)
+//! without doing any I/O. A driver only executes them and hands rows back as [`Row`]s of
+//! [`Value`]s; core decodes those into its row shapes with [`FromRow`]. Every placeholder in core's
+//! SQL carries an explicit cast and every output column an explicit name, so drivers that check
+//! parameter types (tokio-postgres) or map rows by name (diesel) need no special cases.
+//!
+//! Errors cross the seam as [`Error::Database`](crate::Error::Database) with the SQLSTATE kept and
+//! a lost connection told apart ([`DbErrorKind::ConnectionLost`](crate::DbErrorKind)).
+
+mod listener;
+mod row;
+mod statement;
+mod value;
+
+use std::future::Future;
+
+pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
+pub use row::{FromRow, Row};
+pub use statement::{CopyIn, Statement};
+pub use value::{FromValue, IntoValue, PgType, Value};
+
+use crate::error::{Error, Result};
+
+/// A handle over a database library's connection pool, cheap to clone.
+///
+/// The engine takes connections from it for its own work and opens a dedicated [`Listener`] for
+/// notifications.
+pub trait Driver: Clone + Send + Sync + 'static {
+    /// A connection checked out of the pool; returned to it on drop.
+    type Connection: Executor + 'static;
+    /// The dedicated notification connection type ([`NoListener`] when there is none).
+    type Listener: Listener;
+
+    /// Checks a connection out of the pool.
+    fn acquire(&self) -> impl Future<Output = Result<Self::Connection>> + Send;
+
+    /// True when [`Driver::listener`] can open a listener; otherwise the engine only polls.
+    fn supports_listener(&self) -> bool;
+
+    /// Opens a dedicated listener connection, outside the pool.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] when the driver has no listener, or the connection error.
+    fn listener(&self) -> impl Future<Output = Result<Self::Listener>> + Send;
+}
+
+/// Runs statements on one connection or transaction.
+///
+/// Four methods are required; the rest are provided. Implemented by each driver for its pooled
+/// connections, its transactions, and wrappers around the application's own connection types.
+pub trait Executor: Send {
+    /// The transaction type [`Executor::begin`] opens.
+    type Transaction<'t>: Transaction
+    where
+        Self: 't;
+
+    /// Runs a statement and returns the number of rows it affected.
+    fn execute(&mut self, stmt: &Statement) -> impl Future<Output = Result<u64>> + Send;
+
+    /// Runs a statement and returns its rows.
+    fn query(&mut self, stmt: &Statement) -> impl Future<Output = Result<Vec<Row>>> + Send;
+
+    /// Runs a script of one or more statements without parameters (the simple query protocol).
+    fn execute_script(&mut self, sql: &str) -> impl Future<Output = Result<()>> + Send;
+
+    /// Opens a transaction; on an executor that is already a transaction this is a savepoint.
+    ///
+    /// Dropping the transaction without [`Transaction::commit`] rolls it back.
+    fn begin(&mut self) -> impl Future<Output = Result<Self::Transaction<'_>>> + Send;
+
+    /// True when [`Executor::copy_in`] is implemented.
+    fn supports_copy(&self) -> bool {
+        false
+    }
+
+    /// Streams a `COPY ... FROM STDIN` and returns the number of rows copied.
+    ///
+    /// # Errors
+    ///
+    /// The default returns [`Error::Unsupported`]; callers check [`Executor::supports_copy`] and
+    /// fall back to a multi-row `INSERT`.
+    fn copy_in(&mut self, copy: &CopyIn) -> impl Future<Output = Result<u64>> + Send {
+        let _ = copy;
+        async { Err(Error::Unsupported("COPY")) }
+    }
+
+    /// Runs a statement and decodes every row as `T`.
+    fn query_as<T: FromRow + Send>(
+        &mut self,
+        stmt: &Statement,
+    ) -> impl Future<Output = Result<Vec<T>>> + Send {
+        async move { self.query(stmt).await?.into_iter().map(T::from_row).collect() }
+    }
+
+    /// Runs a statement and decodes its first row as `T`, if there is one.
+    fn query_opt<T: FromRow + Send>(
+        &mut self,
+        stmt: &Statement,
+    ) -> impl Future<Output = Result<Option<T>>> + Send {
+        async move {
+            match self.query(stmt).await?.into_iter().next() {
+                Some(row) => T::from_row(row).map(Some),
+                None => Ok(None),
+            }
+        }
+    }
+
+    /// Runs a statement and decodes the first column of its first row as `T`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] when there is no row.
+    fn query_scalar<T: FromValue + Send>(
+        &mut self,
+        stmt: &Statement,
+    ) -> impl Future<Output = Result<T>> + Send {
+        async move { first_scalar(self.query(stmt).await?) }
+    }
+}
+
+/// An open transaction (or savepoint) that can run statements.
+pub trait Transaction: Executor {
+    /// Commits (or releases the savepoint).
+    fn commit(self) -> impl Future<Output = Result<()>> + Send;
+
+    /// Rolls back (to the savepoint).
+    fn rollback(self) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// The blocking twin of [`Executor`], for libraries whose transactions are synchronous closures
+/// (diesel's `conn.transaction(|conn| ..)`), so jobs can be inserted inside them.
+pub trait BlockingExecutor {
+    /// The transaction type [`BlockingExecutor::begin`] opens.
+    type Transaction<'t>: BlockingTransaction
+    where
+        Self: 't;
+
+    /// Runs a statement and returns the number of rows it affected.
+    ///
+    /// # Errors
+    ///
+    /// The database error, with its SQLSTATE.
+    fn execute(&mut self, stmt: &Statement) -> Result<u64>;
+
+    /// Runs a statement and returns its rows.
+    ///
+    /// # Errors
+    ///
+    /// The database error, with its SQLSTATE.
+    fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>>;
+
+    /// Runs a script of one or more statements without parameters.
+    ///
+    /// # Errors
+    ///
+    /// The database error, with its SQLSTATE.
+    fn execute_script(&mut self, sql: &str) -> Result<()>;
+
+    /// Opens a transaction, or a savepoint inside one; dropped without commit, it rolls back.
+    ///
+    /// # Errors
+    ///
+    /// The database error, with its SQLSTATE.
+    fn begin(&mut self) -> Result<Self::Transaction<'_>>;
+
+    /// Runs a statement and decodes every row as `T`.
+    ///
+    /// # Errors
+    ///
+    /// The database error, or [`Error::Decode`].
+    fn query_as<T: FromRow>(&mut self, stmt: &Statement) -> Result<Vec<T>> {
+        self.query(stmt)?.into_iter().map(T::from_row).collect()
+    }
+
+    /// Runs a statement and decodes its first row as `T`, if there is one.
+    ///
+    /// # Errors
+    ///
+    /// The database error, or [`Error::Decode`].
+    fn query_opt<T: FromRow>(&mut self, stmt: &Statement) -> Result<Option<T>> {
+        self.query(stmt)?.into_iter().next().map(T::from_row).transpose()
+    }
+
+    /// Runs a statement and decodes the first column of its first row as `T`.
+    ///
+    /// # Errors
+    ///
+    /// The database error, or [`Error::Decode`] when there is no row.
+    fn query_scalar<T: FromValue>(&mut self, stmt: &Statement) -> Result<T> {
+        first_scalar(self.query(stmt)?)
+    }
+}
+
+/// An open blocking transaction (or savepoint).
+pub trait BlockingTransaction: BlockingExecutor {
+    /// Commits (or releases the savepoint).
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    fn commit(self) -> Result<()>;
+
+    /// Rolls back (to the savepoint).
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    fn rollback(self) -> Result<()>;
+}
+
+fn first_scalar<T: FromValue>(rows: Vec<Row>) -> Result<T> {
+    let row = rows
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::decode("scalar", "query returned no rows"))?;
+    let value = row
+        .into_values()
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::decode("scalar", "row has no columns"))?;
+    T::from_value(value).map_err(|m| Error::decode("scalar", m))
+}

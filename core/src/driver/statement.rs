@@ -1,0 +1,230 @@
+//! Statements (SQL plus bound parameters) and COPY payloads, built by core without any I/O.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use super::value::{IntoValue, Value};
+
+/// SQL text and its bound parameters, ready for a driver to run.
+///
+/// Core renders the SQL once per schema, so cloning a statement's text is cheap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    sql: Arc<str>,
+    params: Vec<Value>,
+}
+
+impl Statement {
+    /// A statement with no parameters yet.
+    pub fn new(sql: impl Into<Arc<str>>) -> Self {
+        Statement {
+            sql: sql.into(),
+            params: Vec::new(),
+        }
+    }
+
+    /// Binds the next parameter (`$1`, then `$2`, ...).
+    pub fn bind(mut self, value: impl IntoValue) -> Self {
+        self.params.push(value.into_value());
+        self
+    }
+
+    /// Binds the next parameter in place.
+    pub fn push(&mut self, value: impl IntoValue) {
+        self.params.push(value.into_value());
+    }
+
+    /// The SQL text.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// The SQL text as a shared string (drivers that need owned SQL clone this cheaply).
+    pub fn shared_sql(&self) -> &Arc<str> {
+        &self.sql
+    }
+
+    /// The parameters, in placeholder order.
+    pub fn params(&self) -> &[Value] {
+        &self.params
+    }
+}
+
+/// A `COPY ... FROM STDIN` statement and its data, encoded in Postgres's text format.
+///
+/// Core encodes the rows, so a driver only streams bytes. Drivers without COPY report
+/// [`Executor::supports_copy`](super::Executor::supports_copy) as false, and the engine falls back to
+/// a multi-row `INSERT`.
+#[derive(Debug, Clone)]
+pub struct CopyIn {
+    sql: Arc<str>,
+    data: Vec<u8>,
+    rows: u64,
+}
+
+impl CopyIn {
+    /// A COPY of no rows yet; `sql` is `COPY table (cols) FROM STDIN` (text format).
+    pub fn new(sql: impl Into<Arc<str>>) -> Self {
+        CopyIn {
+            sql: sql.into(),
+            data: Vec::new(),
+            rows: 0,
+        }
+    }
+
+    /// Appends one row; values are in the order of the COPY's column list.
+    pub fn push_row(&mut self, values: &[Value]) {
+        let mut line = String::new();
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                line.push('\t');
+            }
+            encode_copy_field(&mut line, v);
+        }
+        line.push('\n');
+        self.data.extend_from_slice(line.as_bytes());
+        self.rows += 1;
+    }
+
+    /// The COPY statement.
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// The COPY statement as a shared string.
+    pub fn shared_sql(&self) -> &Arc<str> {
+        &self.sql
+    }
+
+    /// The encoded rows.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// How many rows were pushed.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+}
+
+/// Writes `s` escaped for a COPY text-format field.
+fn push_copy_escaped(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// The text form Postgres accepts for a value (before COPY escaping); `None` for NULL.
+fn text_form(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Null(_) => return None,
+        Value::Bool(b) => if *b { "t" } else { "f" }.to_owned(),
+        Value::Int2(n) => n.to_string(),
+        Value::Int4(n) => n.to_string(),
+        Value::Int8(n) => n.to_string(),
+        Value::Float8(f) => float_text(*f),
+        Value::Text(s) => s.clone(),
+        Value::Bytea(b) => {
+            let mut s = String::with_capacity(2 + b.len() * 2);
+            s.push_str("\\x");
+            for byte in b {
+                let _ = write!(s, "{byte:02x}");
+            }
+            s
+        }
+        Value::Jsonb(j) => j.to_string(),
+        Value::Timestamptz(t) => t.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string(),
+        Value::Interval(d) => interval_text(*d),
+        Value::TextArray(a) => array_text(a.iter().map(|s| Some(s.clone()))),
+        Value::Int8Array(a) => array_text(a.iter().map(|n| Some(n.to_string()))),
+        Value::JsonbArray(a) => array_text(a.iter().map(|j| Some(j.to_string()))),
+        Value::TimestamptzArray(a) => array_text(
+            a.iter()
+                .map(|t| Some(t.format("%Y-%m-%d %H:%M:%S%.6f+00").to_string())),
+        ),
+    })
+}
+
+fn float_text(f: f64) -> String {
+    if f.is_nan() {
+        "NaN".to_owned()
+    } else if f.is_infinite() {
+        if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
+    } else {
+        format!("{f:?}")
+    }
+}
+
+fn interval_text(d: chrono::TimeDelta) -> String {
+    match d.num_microseconds() {
+        Some(us) => format!("{us} microseconds"),
+        None => format!("{} milliseconds", d.num_milliseconds()),
+    }
+}
+
+/// A Postgres array literal, every element quoted.
+fn array_text(items: impl Iterator<Item = Option<String>>) -> String {
+    let mut s = String::from("{");
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        match item {
+            None => s.push_str("NULL"),
+            Some(v) => {
+                s.push('"');
+                for c in v.chars() {
+                    if c == '"' || c == '\\' {
+                        s.push('\\');
+                    }
+                    s.push(c);
+                }
+                s.push('"');
+            }
+        }
+    }
+    s.push('}');
+    s
+}
+
+fn encode_copy_field(out: &mut String, v: &Value) {
+    match text_form(v) {
+        None => out.push_str("\\N"),
+        Some(s) => push_copy_escaped(out, &s),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::PgType;
+
+    #[test]
+    fn copy_rows_escape_specials_and_nulls() {
+        let mut c = CopyIn::new("COPY t FROM STDIN");
+        c.push_row(&[
+            Value::Text("a\tb\\c\nd".into()),
+            Value::Null(PgType::Int8),
+            Value::TextArray(vec!["x\"y".into(), "".into()]),
+            Value::Bool(true),
+        ]);
+        assert_eq!(
+            std::str::from_utf8(c.data()).unwrap(),
+            "a\\tb\\\\c\\nd\t\\N\t{\"x\\\\\"y\",\"\"}\tt\n"
+        );
+        assert_eq!(c.rows(), 1);
+    }
+
+    #[test]
+    fn floats_keep_precision_and_specials() {
+        assert_eq!(float_text(0.1), "0.1");
+        assert_eq!(float_text(f64::INFINITY), "Infinity");
+        assert_eq!(float_text(f64::NAN), "NaN");
+    }
+}

@@ -1,0 +1,81 @@
+//! Queries of the migrator.
+
+use chrono::{DateTime, Utc};
+
+use crate::driver::{Executor, FromRow, Row};
+use crate::error::Result;
+use crate::query::Query;
+use crate::schema::Schema;
+
+/// One applied migration, as recorded in `pgmill_migration`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationRow {
+    /// The migration line (`main`).
+    pub line: String,
+    /// The version applied.
+    pub version: i64,
+    /// When it was applied (database time).
+    pub created_at: DateTime<Utc>,
+}
+
+impl FromRow for MigrationRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(MigrationRow {
+            line: row.take("line")?,
+            version: row.take("version")?,
+            created_at: row.take("created_at")?,
+        })
+    }
+}
+
+pub(crate) async fn migration_lock<E: Executor>(exec: &mut E, schema: &Schema) -> Result<()> {
+    let stmt = schema
+        .statement(Query::MigrationLock)
+        .bind(format!("pgmill_migrate:{}", schema.name()));
+    exec.execute(&stmt).await.map(drop)
+}
+
+pub(crate) async fn migration_table_exists<E: Executor>(
+    exec: &mut E,
+    schema: &Schema,
+) -> Result<bool> {
+    let stmt = schema
+        .statement(Query::MigrationTableExists)
+        .bind(schema.name());
+    exec.query_scalar(&stmt).await
+}
+
+pub(crate) async fn migration_get_all<E: Executor>(
+    exec: &mut E,
+    schema: &Schema,
+    line: &str,
+) -> Result<Vec<MigrationRow>> {
+    let stmt = schema.statement(Query::MigrationGetAll).bind(line);
+    exec.query_as(&stmt).await
+}
+
+pub(crate) async fn migration_insert<E: Executor>(
+    exec: &mut E,
+    schema: &Schema,
+    line: &str,
+    version: i64,
+) -> Result<()> {
+    let stmt = schema
+        .statement(Query::MigrationInsert)
+        .bind(line)
+        .bind(version);
+    exec.execute(&stmt).await.map(drop)
+}
+
+pub(crate) async fn migration_delete<E: Executor>(
+    exec: &mut E,
+    schema: &Schema,
+    line: &str,
+    version: i64,
+) -> Result<()> {
+    let stmt = schema
+        .statement(Query::MigrationDelete)
+        .bind(line)
+        .bind(version);
+    exec.execute(&stmt).await.map(drop)
+}

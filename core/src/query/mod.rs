@@ -1,0 +1,79 @@
+//! Every engine query: the catalog of SQL files under `core/sql/`, and one function per query,
+//! generic over any [`Executor`](crate::driver::Executor), named after its file.
+
+mod migration;
+
+pub use migration::MigrationRow;
+pub(crate) use migration::{
+    migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,
+};
+
+macro_rules! queries {
+    ($($variant:ident => $file:literal,)*) => {
+        /// One SQL statement of `core/sql/`, by file.
+        #[allow(clippy::enum_variant_names)] // only while the catalog holds just migration queries
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Query {
+            $($variant,)*
+        }
+
+        impl Query {
+            /// Every query, in declaration order (the order of [`Query`]'s discriminants).
+            pub(crate) const ALL: &'static [Query] = &[$(Query::$variant,)*];
+
+            /// The SQL template, with the schema marker still in it.
+            pub(crate) fn template(self) -> &'static str {
+                match self {
+                    $(Query::$variant => include_str!(concat!("../../sql/", $file)),)*
+                }
+            }
+        }
+    };
+}
+
+queries! {
+    MigrationDelete => "migration/migration_delete.sql",
+    MigrationGetAll => "migration/migration_get_all.sql",
+    MigrationInsert => "migration/migration_insert.sql",
+    MigrationLock => "migration/migration_lock.sql",
+    MigrationTableExists => "migration/migration_table_exists.sql",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discriminants_follow_declaration_order() {
+        for (i, q) in Query::ALL.iter().enumerate() {
+            assert_eq!(*q as usize, i);
+        }
+    }
+
+    #[test]
+    fn every_sql_file_is_in_the_catalog_and_documents_its_parameters() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+        let mut files = Vec::new();
+        for area in std::fs::read_dir(&root).unwrap() {
+            for f in std::fs::read_dir(area.unwrap().path()).unwrap() {
+                files.push(f.unwrap().path());
+            }
+        }
+        assert_eq!(files.len(), Query::ALL.len(), "files: {files:?}");
+        for q in Query::ALL {
+            let sql = q.template();
+            for n in 1..=20 {
+                let placeholder = format!("${n}");
+                let used = sql.match_indices(&placeholder).any(|(i, _)| {
+                    !sql[i + placeholder.len()..].starts_with(|c: char| c.is_ascii_digit())
+                });
+                if used {
+                    assert!(
+                        sql.contains(&format!("-- {placeholder}:")),
+                        "{q:?} does not document {placeholder}"
+                    );
+                }
+            }
+        }
+    }
+}
