@@ -102,7 +102,10 @@ mod tests {
         assert!(validate_schema_name("Tenant_1").is_ok());
         for bad in ["", "1abc", "a-b", "a\"b", "a b", &"x".repeat(46)] {
             let err = validate_schema_name(bad).unwrap_err();
-            assert!(matches!(err, Error::InvalidName { kind: "schema", .. }), "{bad}");
+            assert!(
+                matches!(err, Error::InvalidName { kind: "schema", .. }),
+                "{bad}"
+            );
         }
     }
 

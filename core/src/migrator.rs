@@ -86,6 +86,11 @@ impl Migrator {
         Migrator { schema }
     }
 
+    /// The latest schema version this build of pgmill knows.
+    pub fn latest_version() -> u32 {
+        pgmill_migrations::latest_version()
+    }
+
     /// The schema migrated.
     pub fn schema(&self) -> &Schema {
         &self.schema
@@ -97,7 +102,11 @@ impl Migrator {
     ///
     /// [`Error::Migration`] for an unknown target; a database error from a script, in which case
     /// that version's transaction is rolled back and earlier versions stay applied.
-    pub async fn up<E: Executor>(&self, exec: &mut E, target: Option<u32>) -> Result<MigrateReport> {
+    pub async fn up<E: Executor>(
+        &self,
+        exec: &mut E,
+        target: Option<u32>,
+    ) -> Result<MigrateReport> {
         let target = match target {
             Some(t) => {
                 find(t)?;
@@ -187,7 +196,12 @@ impl Migrator {
     }
 
     /// Applies or reverts one version in its own transaction; false when there was nothing to do.
-    async fn apply<E: Executor>(&self, exec: &mut E, m: &Migration, dir: Direction) -> Result<bool> {
+    async fn apply<E: Executor>(
+        &self,
+        exec: &mut E,
+        m: &Migration,
+        dir: Direction,
+    ) -> Result<bool> {
         let version = i64::from(m.version);
         let mut tx = exec.begin().await?;
         migration_lock(&mut tx, &self.schema).await?;
@@ -247,7 +261,9 @@ mod tests {
         let m = Migrator::new(Schema::new("jobs").unwrap());
         let up = m.sql(1, Direction::Up).unwrap();
         assert!(up.contains("CREATE TABLE \"jobs\".pgmill_job"));
-        assert!(up.ends_with("INSERT INTO \"jobs\".pgmill_migration (line, version) VALUES ('main', 1);\n"));
+        assert!(up.ends_with(
+            "INSERT INTO \"jobs\".pgmill_migration (line, version) VALUES ('main', 1);\n"
+        ));
         let down = m.sql(1, Direction::Down).unwrap();
         assert!(down.contains("DROP TABLE \"jobs\".pgmill_job;"));
         assert!(!down.contains("{schema}"));

@@ -1,1 +1,110 @@
-//! placeholder
+//! The conformance suite every pgmill driver passes, and the database tests run against.
+//!
+//! A driver crate joins the suite with a small [`Harness`] implementation and one line in its
+//! `tests/conformance.rs`:
+//!
+//! ```ignore
+//! struct Harness;
+//! impl pgmill_drivertest::Harness for Harness { /* connect, host_transaction */ }
+//! pgmill_drivertest::conformance_suite!(Harness);
+//! ```
+//!
+//! Every driver runs the same cases under the same names (`module::behaviour`), each against
+//! real Postgres in a fresh schema: [`testdb`] provides `DATABASE_URL` or a throwaway cluster.
+
+pub mod cases;
+mod context;
+mod harness;
+pub mod testdb;
+
+pub use context::TestContext;
+pub use harness::Harness;
+
+#[doc(hidden)]
+pub mod __private {
+    pub use tokio;
+}
+
+/// Expands to one `#[tokio::test]` per conformance case, grouped in modules named after the
+/// case modules, all run against the driver of `$harness`.
+#[macro_export]
+macro_rules! conformance_suite {
+    ($harness:ty) => {
+        $crate::__conformance_modules! { $harness;
+            value_round_trip {
+                bool_round_trips, int2_round_trips, int4_round_trips, int8_round_trips,
+                float8_round_trips_including_extremes, text_round_trips_non_ascii_and_empty,
+                bytea_round_trips, jsonb_round_trips_nested_values,
+                jsonb_of_one_megabyte_round_trips, timestamptz_round_trips_to_the_microsecond,
+                interval_round_trips, text_array_round_trips_with_special_characters,
+                int8_array_round_trips, jsonb_array_round_trips,
+                timestamptz_array_round_trips, empty_arrays_round_trip,
+                null_of_every_type_round_trips, fifty_parameters_bind_in_order,
+            }
+            row_decode {
+                columns_keep_their_names_and_order, zero_rows_decode_as_empty,
+                five_thousand_rows_decode, integer_widths_are_kept,
+                varchar_name_and_bpchar_decode_as_text, json_decodes_as_jsonb,
+                interval_with_days_decodes, unsupported_type_is_a_decode_error,
+                query_scalar_of_no_rows_is_an_error,
+            }
+            error_sqlstate {
+                unique_violation_keeps_its_sqlstate, syntax_error_keeps_its_sqlstate,
+                undefined_table_keeps_its_sqlstate, check_violation_keeps_its_sqlstate,
+                division_by_zero_keeps_its_sqlstate, read_only_transaction_keeps_its_sqlstate,
+                aborted_transaction_keeps_its_sqlstate,
+                terminated_backend_is_connection_lost_and_next_call_succeeds,
+            }
+            transaction {
+                commit_makes_rows_visible_to_others, rollback_discards_rows,
+                uncommitted_rows_are_invisible_to_others, drop_without_commit_rolls_back,
+                savepoint_rollback_keeps_outer_work,
+                released_savepoint_is_discarded_by_outer_rollback,
+                execute_returns_affected_rows, execute_script_runs_several_statements,
+                error_then_rollback_leaves_connection_usable,
+            }
+            host_transaction {
+                committed_statements_are_visible, rolled_back_statements_are_gone,
+                rows_are_returned_inside_host_transaction,
+            }
+            copy_in {
+                ten_thousand_rows_are_copied_or_inserted_by_fallback,
+                copied_rows_keep_special_characters,
+            }
+            listener {
+                notification_is_delivered_on_a_schema_scoped_channel,
+                non_ascii_payload_is_delivered, unlisten_stops_delivery,
+                two_schemas_do_not_see_each_other,
+                rolled_back_notification_is_not_delivered,
+                notifications_arrive_in_order,
+                reconnects_after_backend_terminated_and_reports_it,
+            }
+            migrator {
+                up_creates_every_table, up_again_is_a_no_op,
+                down_to_zero_removes_everything, up_down_up_again_works,
+                up_to_a_target_then_the_rest, status_reports_applied_and_pending,
+                unknown_target_is_an_error, two_migrators_racing_apply_each_version_once,
+                mixed_case_schema_is_quoted, finalized_at_check_is_enforced,
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_modules {
+    ($harness:ty; $($module:ident { $($case:ident),* $(,)? })*) => {
+        $(
+            mod $module {
+                #[allow(unused_imports)]
+                use super::*;
+                $(
+                    #[$crate::__private::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $case() {
+                        $crate::cases::$module::$case::<$harness>().await
+                    }
+                )*
+            }
+        )*
+    };
+}

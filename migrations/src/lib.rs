@@ -67,7 +67,11 @@ mod tests {
         let mut expected: Vec<String> = MIGRATIONS
             .iter()
             .flat_map(|m| {
-                assert!(m.name.starts_with(&format!("{:03}_", m.version)), "{}", m.name);
+                assert!(
+                    m.name.starts_with(&format!("{:03}_", m.version)),
+                    "{}",
+                    m.name
+                );
                 ["down", "up"].map(|d| format!("{}.{d}.sql", m.name))
             })
             .collect();

@@ -97,7 +97,13 @@ pub trait Executor: Send {
         &mut self,
         stmt: &Statement,
     ) -> impl Future<Output = Result<Vec<T>>> + Send {
-        async move { self.query(stmt).await?.into_iter().map(T::from_row).collect() }
+        async move {
+            self.query(stmt)
+                .await?
+                .into_iter()
+                .map(T::from_row)
+                .collect()
+        }
     }
 
     /// Runs a statement and decodes its first row as `T`, if there is one.
@@ -186,7 +192,11 @@ pub trait BlockingExecutor {
     ///
     /// The database error, or [`Error::Decode`].
     fn query_opt<T: FromRow>(&mut self, stmt: &Statement) -> Result<Option<T>> {
-        self.query(stmt)?.into_iter().next().map(T::from_row).transpose()
+        self.query(stmt)?
+            .into_iter()
+            .next()
+            .map(T::from_row)
+            .transpose()
     }
 
     /// Runs a statement and decodes the first column of its first row as `T`.

@@ -19,7 +19,11 @@ impl Row {
     ///
     /// Panics when the two lengths differ, which is a driver bug.
     pub fn new(columns: Arc<[String]>, values: Vec<Value>) -> Self {
-        assert_eq!(columns.len(), values.len(), "row has as many values as columns");
+        assert_eq!(
+            columns.len(),
+            values.len(),
+            "row has as many values as columns"
+        );
         Row { columns, values }
     }
 

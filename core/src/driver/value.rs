@@ -269,6 +269,9 @@ mod tests {
             i64::from_value(Value::Null(PgType::Int8)),
             Err("expected bigint, found NULL".into())
         );
-        assert_eq!(Option::<i64>::from_value(Value::Null(PgType::Int8)), Ok(None));
+        assert_eq!(
+            Option::<i64>::from_value(Value::Null(PgType::Int8)),
+            Ok(None)
+        );
     }
 }

@@ -1,0 +1,114 @@
+//! The driver handle: a deadpool pool for the engine's work, and a config for its listener.
+
+use std::fmt;
+use std::sync::Arc;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use pgmill::driver::Driver;
+use pgmill::{Error, Result};
+use tokio_postgres::{Config, NoTls};
+
+use crate::error::pool_error;
+use crate::executor::TokioPostgresConnection;
+use crate::listener::TokioPostgresListener;
+
+/// pgmill's driver for tokio-postgres: a cheap-to-clone handle over a `deadpool_postgres::Pool`.
+///
+/// The engine checks connections out of the pool for its own statements. Notifications use a
+/// dedicated connection opened from the listener [`Config`], outside the pool: pooled
+/// tokio-postgres connections drive their `Connection` in a task that drops notifications, and
+/// pool recycling must not close the listener.
+///
+/// # Examples
+///
+/// ```no_run
+/// use pgmill::driver::{Driver, Executor, Statement};
+/// use pgmill_driver_tokio_postgres::TokioPostgresDriver;
+///
+/// # async fn run() -> pgmill::Result<()> {
+/// let driver = TokioPostgresDriver::connect("postgres://localhost/app", 8)?;
+/// let mut conn = driver.acquire().await?;
+/// let n: i64 = conn.query_scalar(&Statement::new("select 1::bigint as n")).await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct TokioPostgresDriver {
+    pool: Pool,
+    listener_config: Arc<Config>,
+}
+
+impl TokioPostgresDriver {
+    /// Builds a driver over a new pool of at most `max_size` connections to `url`, without TLS.
+    ///
+    /// Connections are opened lazily, on first checkout. The pool recycles connections with
+    /// [`RecyclingMethod::Fast`] (a closed connection is replaced; no query is run on checkout).
+    /// For TLS, timeouts or other pool settings, build the pool yourself and use
+    /// [`TokioPostgresDriver::from_pool`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] when `url` does not parse or `max_size` is zero.
+    pub fn connect(url: &str, max_size: usize) -> Result<Self> {
+        let config: Config = url
+            .parse()
+            .map_err(|e| Error::InvalidConfig(format!("invalid Postgres URL: {e}")))?;
+        if max_size == 0 {
+            return Err(Error::InvalidConfig(
+                "the pool needs at least one connection".into(),
+            ));
+        }
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(max_size)
+            .build()
+            .map_err(|e| Error::InvalidConfig(format!("cannot build the pool: {e}")))?;
+        Ok(Self::from_pool(pool, config))
+    }
+
+    /// Builds a driver over an existing pool; `listener_config` opens the dedicated listener
+    /// connection (without TLS), usually the same config the pool's manager was built from.
+    pub fn from_pool(pool: Pool, listener_config: Config) -> Self {
+        TokioPostgresDriver {
+            pool,
+            listener_config: Arc::new(listener_config),
+        }
+    }
+
+    /// The pool the engine checks connections out of.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+}
+
+impl fmt::Debug for TokioPostgresDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokioPostgresDriver")
+            .field("pool", &self.pool.status())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Driver for TokioPostgresDriver {
+    type Connection = TokioPostgresConnection;
+    type Listener = TokioPostgresListener;
+
+    async fn acquire(&self) -> Result<TokioPostgresConnection> {
+        let object = self.pool.get().await.map_err(pool_error)?;
+        Ok(TokioPostgresConnection::new(object))
+    }
+
+    fn supports_listener(&self) -> bool {
+        true
+    }
+
+    async fn listener(&self) -> Result<TokioPostgresListener> {
+        TokioPostgresListener::connect(Config::clone(&self.listener_config)).await
+    }
+}

@@ -1,0 +1,136 @@
+//! Bulk `COPY ... FROM STDIN`, or the multi-row `INSERT` drivers without COPY fall back to.
+
+use chrono::{TimeDelta, TimeZone, Utc};
+use pgmill::driver::{CopyIn, Executor, PgType, Value};
+use serde_json::json;
+
+use crate::{Harness, TestContext};
+
+const TABLE: &str =
+    "CREATE TABLE {schema}.c (n bigint, s text, j jsonb, ts timestamptz, tags text[])";
+const COPY: &str = "COPY {schema}.c (n, s, j, ts, tags) FROM STDIN";
+
+fn row(i: i64) -> Vec<Value> {
+    let base = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+    vec![
+        Value::Int8(i),
+        Value::Text(format!("row {i}\twith tab")),
+        Value::Jsonb(json!({"i": i, "k": "v\\\n"})),
+        Value::Timestamptz(base + TimeDelta::microseconds(i)),
+        Value::TextArray(vec![format!("t{i}"), "x,y".into()]),
+    ]
+}
+
+/// 10,000 rows go in with COPY where the driver has it, or one multi-row INSERT otherwise.
+pub async fn ten_thousand_rows_are_copied_or_inserted_by_fallback<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    ctx.script(&ctx.schema.render(TABLE)).await;
+    let mut conn = ctx.conn().await;
+    let rows: Vec<Vec<Value>> = (0..10_000).map(row).collect();
+    if conn.supports_copy() {
+        let mut copy = CopyIn::new(ctx.schema.render(COPY));
+        for r in &rows {
+            copy.push_row(r);
+        }
+        assert_eq!(copy.rows(), 10_000);
+        assert_eq!(conn.copy_in(&copy).await.expect("copy"), 10_000);
+    } else {
+        let err = conn
+            .copy_in(&CopyIn::new(ctx.schema.render(COPY)))
+            .await
+            .expect_err("no COPY");
+        assert!(matches!(err, pgmill::Error::Unsupported(_)), "{err}");
+        let column = |i: usize| -> Vec<Value> { rows.iter().map(|r| r[i].clone()).collect() };
+        let ns: Vec<i64> = column(0)
+            .into_iter()
+            .map(|v| match v {
+                Value::Int8(n) => n,
+                _ => unreachable!(),
+            })
+            .collect();
+        let ss: Vec<String> = column(1)
+            .into_iter()
+            .map(|v| match v {
+                Value::Text(s) => s,
+                _ => unreachable!(),
+            })
+            .collect();
+        let js: Vec<serde_json::Value> = column(2)
+            .into_iter()
+            .map(|v| match v {
+                Value::Jsonb(j) => j,
+                _ => unreachable!(),
+            })
+            .collect();
+        let inserted = conn
+            .execute(
+                &ctx.stmt(
+                    "INSERT INTO {schema}.c (n, s, j) \
+                     SELECT * FROM unnest($1::bigint[], $2::text[], $3::jsonb[])",
+                )
+                .bind(ns)
+                .bind(ss)
+                .bind(js),
+            )
+            .await
+            .expect("fallback insert");
+        assert_eq!(inserted, 10_000);
+    }
+    assert_eq!(ctx.count("c").await, 10_000);
+    let last = conn
+        .query(&ctx.stmt("SELECT n, s, j FROM {schema}.c WHERE n = 9999"))
+        .await
+        .expect("select");
+    assert_eq!(last[0].values()[..3], row(9999)[..3]);
+}
+
+/// Tabs, newlines, backslashes, quotes, NULLs and non-ASCII text survive COPY's text format.
+pub async fn copied_rows_keep_special_characters<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    ctx.script(&ctx.schema.render(TABLE)).await;
+    let mut conn = ctx.conn().await;
+    if !conn.supports_copy() {
+        return; // Covered by the fallback in the case above.
+    }
+    let rows = vec![
+        vec![
+            Value::Int8(1),
+            Value::Text("tab\there\nnew\\line \"q\" 'a' ü 🦀 \\N".into()),
+            Value::Jsonb(json!({"s": "\t\n\\\"", "n": null, "u": "日本"})),
+            Value::Timestamptz(Utc.with_ymd_and_hms(1999, 12, 31, 23, 59, 59).unwrap()),
+            Value::TextArray(vec![
+                "a\"b".into(),
+                "c\\d".into(),
+                "".into(),
+                "NULL".into(),
+                "e\tf".into(),
+            ]),
+        ],
+        vec![
+            Value::Int8(2),
+            Value::Null(PgType::Text),
+            Value::Null(PgType::Jsonb),
+            Value::Null(PgType::Timestamptz),
+            Value::Null(PgType::TextArray),
+        ],
+        vec![
+            Value::Int8(3),
+            Value::Text(String::new()),
+            Value::Jsonb(json!([])),
+            Value::Timestamptz(Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap()),
+            Value::TextArray(vec![]),
+        ],
+    ];
+    let mut copy = CopyIn::new(ctx.schema.render(COPY));
+    for r in &rows {
+        copy.push_row(r);
+    }
+    assert_eq!(conn.copy_in(&copy).await.expect("copy"), 3);
+    let back = conn
+        .query(&ctx.stmt("SELECT n, s, j, ts, tags FROM {schema}.c ORDER BY n"))
+        .await
+        .expect("select");
+    for (got, want) in back.iter().zip(&rows) {
+        assert_eq!(got.values(), &want[..]);
+    }
+}

@@ -1,0 +1,137 @@
+//! Errors cross the seam with their SQLSTATE, and a lost connection is told apart.
+
+use std::time::Duration;
+
+use pgmill::driver::{Driver, Executor, Statement, Transaction};
+
+use crate::{Harness, TestContext};
+
+async fn error_of<H: Harness>(setup: &str, sql: &str) -> pgmill::Error {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    if !setup.is_empty() {
+        ctx.script(&ctx.schema.render(setup)).await;
+    }
+    let mut conn = ctx.conn().await;
+    let err = conn
+        .execute(&ctx.stmt(sql))
+        .await
+        .expect_err("statement fails");
+    assert!(!err.is_connection_lost(), "{err}");
+    // The connection is still usable after a server error.
+    let one: i32 = conn
+        .query_scalar(&Statement::new("SELECT 1::int AS one"))
+        .await
+        .expect("usable after error");
+    assert_eq!(one, 1);
+    err
+}
+
+/// A duplicate key reports 23505 and `is_unique_violation`.
+pub async fn unique_violation_keeps_its_sqlstate<H: Harness>() {
+    let err = error_of::<H>(
+        "CREATE TABLE {schema}.t (id int PRIMARY KEY); INSERT INTO {schema}.t VALUES (1);",
+        "INSERT INTO {schema}.t VALUES (1)",
+    )
+    .await;
+    assert_eq!(err.sqlstate(), Some("23505"), "{err}");
+    assert!(err.is_unique_violation());
+    assert!(err.to_string().contains("duplicate key"), "{err}");
+}
+
+/// A syntax error reports 42601.
+pub async fn syntax_error_keeps_its_sqlstate<H: Harness>() {
+    let err = error_of::<H>("", "SELEC 1").await;
+    assert_eq!(err.sqlstate(), Some("42601"), "{err}");
+}
+
+/// A missing table reports 42P01.
+pub async fn undefined_table_keeps_its_sqlstate<H: Harness>() {
+    let err = error_of::<H>("", "SELECT * FROM {schema}.missing").await;
+    assert_eq!(err.sqlstate(), Some("42P01"), "{err}");
+}
+
+/// A failed CHECK reports 23514.
+pub async fn check_violation_keeps_its_sqlstate<H: Harness>() {
+    let err = error_of::<H>(
+        "CREATE TABLE {schema}.t (n int CHECK (n > 0));",
+        "INSERT INTO {schema}.t VALUES (-1)",
+    )
+    .await;
+    assert_eq!(err.sqlstate(), Some("23514"), "{err}");
+}
+
+/// Division by zero reports 22012.
+pub async fn division_by_zero_keeps_its_sqlstate<H: Harness>() {
+    let err = error_of::<H>("", "SELECT 1 / (random() * 0)::int").await;
+    assert_eq!(err.sqlstate(), Some("22012"), "{err}");
+}
+
+/// A write in a read-only transaction reports 25006 and `is_read_only`.
+pub async fn read_only_transaction_keeps_its_sqlstate<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    ctx.script(&ctx.schema.render("CREATE TABLE {schema}.t (n int)"))
+        .await;
+    let mut conn = ctx.conn().await;
+    let mut tx = conn.begin().await.expect("begin");
+    tx.execute_script("SET TRANSACTION READ ONLY")
+        .await
+        .expect("set read only");
+    let err = tx
+        .execute(&ctx.stmt("INSERT INTO {schema}.t VALUES (1)"))
+        .await
+        .expect_err("read only");
+    assert_eq!(err.sqlstate(), Some("25006"), "{err}");
+    assert!(err.is_read_only());
+    tx.rollback().await.expect("rollback");
+}
+
+/// A statement after an error in a transaction reports 25P02.
+pub async fn aborted_transaction_keeps_its_sqlstate<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let mut tx = conn.begin().await.expect("begin");
+    tx.execute(&Statement::new("SELECT 1 / 0"))
+        .await
+        .expect_err("division by zero");
+    let err = tx
+        .execute(&Statement::new("SELECT 1"))
+        .await
+        .expect_err("aborted");
+    assert_eq!(err.sqlstate(), Some("25P02"), "{err}");
+    tx.rollback().await.expect("rollback");
+}
+
+/// A backend killed with `pg_terminate_backend` is reported as a lost connection, and the next
+/// call on the driver succeeds.
+pub async fn terminated_backend_is_connection_lost_and_next_call_succeeds<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut victim = ctx.conn().await;
+    let pid: i32 = victim
+        .query_scalar(&Statement::new("SELECT pg_backend_pid() AS pid"))
+        .await
+        .expect("pid");
+    let terminated: bool = ctx
+        .conn()
+        .await
+        .query_scalar(
+            &Statement::new("SELECT pg_terminate_backend($1::int, 10000) AS terminated").bind(pid),
+        )
+        .await
+        .expect("terminate");
+    assert!(terminated);
+    let err = victim
+        .query(&Statement::new("SELECT 1::int AS one"))
+        .await
+        .expect_err("backend is gone");
+    assert!(err.is_connection_lost(), "not reported as lost: {err:?}");
+    drop(victim);
+    let mut next = tokio::time::timeout(Duration::from_secs(30), ctx.driver.acquire())
+        .await
+        .expect("acquire in time")
+        .expect("acquire");
+    let one: i32 = next
+        .query_scalar(&Statement::new("SELECT 1::int AS one"))
+        .await
+        .expect("next call succeeds");
+    assert_eq!(one, 1);
+}

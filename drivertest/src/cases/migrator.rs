@@ -1,0 +1,230 @@
+//! Migrations up, down and up again, status, and racing migrators, on the driver's connections.
+
+use pgmill::driver::{Driver, Executor, Statement};
+use pgmill::{Direction, Migrator, Schema};
+
+use crate::{Harness, TestContext, testdb};
+
+const TABLES: [&str; 6] = [
+    "pgmill_client",
+    "pgmill_job",
+    "pgmill_leader",
+    "pgmill_migration",
+    "pgmill_periodic",
+    "pgmill_queue",
+];
+
+/// Names of the tables, types and functions in `schema`, sorted.
+async fn objects<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> {
+    let stmt = Statement::new(
+        "SELECT name FROM ( \
+           SELECT c.relname::text AS name FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1::text AND c.relkind = 'r' \
+           UNION ALL SELECT t.typname::text FROM pg_type t \
+             JOIN pg_namespace n ON n.oid = t.typnamespace \
+             WHERE n.nspname = $1::text AND t.typtype = 'e' \
+           UNION ALL SELECT p.proname::text FROM pg_proc p \
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1::text \
+         ) o ORDER BY name",
+    )
+    .bind(schema.name());
+    exec.query(&stmt)
+        .await
+        .expect("catalog query")
+        .iter()
+        .map(|r| r.get("name").unwrap())
+        .collect()
+}
+
+async fn tables<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> {
+    objects(exec, schema)
+        .await
+        .into_iter()
+        .filter(|o| TABLES.contains(&o.as_str()))
+        .collect()
+}
+
+/// `up` applies every version and creates every table.
+pub async fn up_creates_every_table<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let m = Migrator::new(ctx.schema.clone());
+    let report = m.up(&mut conn, None).await.expect("up");
+    assert_eq!(report.direction, Direction::Up);
+    assert_eq!(report.versions, [1]);
+    assert_eq!(tables(&mut conn, &ctx.schema).await, TABLES);
+    let status = m.status(&mut conn).await.expect("status");
+    assert!(status.is_up_to_date());
+    assert_eq!(status.current(), status.latest);
+}
+
+/// Running `up` again applies nothing and changes nothing.
+pub async fn up_again_is_a_no_op<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let mut conn = ctx.conn().await;
+    let before = objects(&mut conn, &ctx.schema).await;
+    let report = Migrator::new(ctx.schema.clone())
+        .up(&mut conn, None)
+        .await
+        .expect("up again");
+    assert!(report.versions.is_empty());
+    assert_eq!(objects(&mut conn, &ctx.schema).await, before);
+}
+
+/// `down` to 0 removes every table, type and function, leaving the schema empty.
+pub async fn down_to_zero_removes_everything<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let mut conn = ctx.conn().await;
+    let m = Migrator::new(ctx.schema.clone());
+    let report = m.down(&mut conn, 0).await.expect("down");
+    assert_eq!(report.versions, [1]);
+    assert!(objects(&mut conn, &ctx.schema).await.is_empty());
+    let status = m
+        .status(&mut conn)
+        .await
+        .expect("status on an empty schema");
+    assert_eq!(status.current(), 0);
+    assert_eq!(status.pending.len() as u32, status.latest);
+    assert!(
+        m.down(&mut conn, 0)
+            .await
+            .expect("down again")
+            .versions
+            .is_empty()
+    );
+}
+
+/// Up, down, then up again ends in the same schema as the first up.
+pub async fn up_down_up_again_works<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let m = Migrator::new(ctx.schema.clone());
+    m.up(&mut conn, None).await.expect("up");
+    let first = objects(&mut conn, &ctx.schema).await;
+    m.down(&mut conn, 0).await.expect("down");
+    m.up(&mut conn, None).await.expect("up again");
+    assert_eq!(objects(&mut conn, &ctx.schema).await, first);
+}
+
+/// `up` to a target stops there; a later `up` applies the rest.
+pub async fn up_to_a_target_then_the_rest<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let m = Migrator::new(ctx.schema.clone());
+    let report = m.up(&mut conn, Some(1)).await.expect("up to 1");
+    assert_eq!(report.versions, [1]);
+    assert_eq!(m.status(&mut conn).await.expect("status").current(), 1);
+    let rest = m.up(&mut conn, None).await.expect("up to latest");
+    assert_eq!(
+        rest.versions,
+        (2..=Migrator::latest_version()).collect::<Vec<_>>()
+    );
+}
+
+/// Status lists what is applied (with its time) and what is pending.
+pub async fn status_reports_applied_and_pending<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let m = Migrator::new(ctx.schema.clone());
+    let before = m.status(&mut conn).await.expect("status");
+    assert!(before.applied.is_empty());
+    assert_eq!(before.pending, (1..=before.latest).collect::<Vec<_>>());
+    m.up(&mut conn, None).await.expect("up");
+    let after = m.status(&mut conn).await.expect("status");
+    assert!(after.pending.is_empty());
+    assert_eq!(after.applied[0].version, 1);
+    assert_eq!(after.applied[0].line, "main");
+}
+
+/// An unknown target version is refused before touching the database.
+pub async fn unknown_target_is_an_error<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let m = Migrator::new(ctx.schema.clone());
+    let err = m.up(&mut conn, Some(9999)).await.expect_err("unknown");
+    assert!(matches!(err, pgmill::Error::Migration(_)), "{err}");
+    let err = m.down(&mut conn, 9999).await.expect_err("unknown");
+    assert!(matches!(err, pgmill::Error::Migration(_)), "{err}");
+    assert!(tables(&mut conn, &ctx.schema).await.is_empty());
+}
+
+/// Two migrators racing on one schema apply each version exactly once, and both succeed.
+pub async fn two_migrators_racing_apply_each_version_once<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut reports = Vec::new();
+    for _ in 0..3 {
+        let schema = Schema::new(&testdb::fresh_schema_name()).unwrap();
+        let (mut a, mut b) = (ctx.conn().await, ctx.conn().await);
+        let (ma, mb) = (Migrator::new(schema.clone()), Migrator::new(schema.clone()));
+        let (ra, rb) = tokio::join!(ma.up(&mut a, None), mb.up(&mut b, None));
+        let (ra, rb) = (ra.expect("first migrator"), rb.expect("second migrator"));
+        let mut all: Vec<u32> = ra.versions.iter().chain(&rb.versions).copied().collect();
+        all.sort();
+        assert_eq!(all, (1..=Migrator::latest_version()).collect::<Vec<_>>());
+        assert_eq!(tables(&mut a, &schema).await, TABLES);
+        reports.push((ra, rb));
+    }
+    assert_eq!(reports.len(), 3);
+}
+
+/// A schema name with capitals is quoted everywhere, so it stays distinct from its lowercase twin.
+pub async fn mixed_case_schema_is_quoted<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let name = format!("{}_Mixed", ctx.schema.name());
+    let schema = Schema::new(&name).unwrap();
+    let mut conn = ctx.conn().await;
+    Migrator::new(schema.clone())
+        .up(&mut conn, None)
+        .await
+        .expect("up");
+    assert_eq!(tables(&mut conn, &schema).await, TABLES);
+    let lower = Schema::new(&name.to_lowercase()).unwrap();
+    assert!(tables(&mut conn, &lower).await.is_empty());
+    Migrator::new(schema.clone())
+        .down(&mut conn, 0)
+        .await
+        .expect("down");
+    conn.execute_script(&format!("DROP SCHEMA {}", schema.quoted()))
+        .await
+        .expect("drop schema");
+}
+
+/// The schema refuses a finished job without `finalized_at`, and a running job with one.
+pub async fn finalized_at_check_is_enforced<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let mut conn = ctx.conn().await;
+    let insert = |state: &str, finalized: bool| {
+        ctx.stmt(&format!(
+            "INSERT INTO {{schema}}.pgmill_job (kind, state, finalized_at) VALUES ('k', '{state}', {})",
+            if finalized { "now()" } else { "NULL" }
+        ))
+    };
+    for (state, finalized) in [
+        ("completed", false),
+        ("running", true),
+        ("discarded", false),
+    ] {
+        let err = conn
+            .execute(&insert(state, finalized))
+            .await
+            .expect_err("violates the check");
+        assert_eq!(err.sqlstate(), Some("23514"), "{state}: {err}");
+    }
+    for (state, finalized) in [("completed", true), ("available", false)] {
+        conn.execute(&insert(state, finalized))
+            .await
+            .expect("allowed");
+    }
+    // Defaults fill every non-null column.
+    let row = conn
+        .query(&ctx.stmt(
+            "SELECT args, metadata, errors, tags, queue, priority::bigint AS priority \
+             FROM {schema}.pgmill_job WHERE state = 'available'",
+        ))
+        .await
+        .expect("select");
+    assert_eq!(row[0].get::<String>("queue").unwrap(), "default");
+    assert_eq!(row[0].get::<i64>("priority").unwrap(), 1);
+    let _ = ctx.driver.clone().acquire().await.expect("pool still fine");
+}

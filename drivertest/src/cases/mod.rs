@@ -1,0 +1,13 @@
+//! The conformance cases, one module per area, each case generic over a [`Harness`](crate::Harness).
+//!
+//! Cases panic on failure, like tests; [`conformance_suite!`](crate::conformance_suite) wraps each
+//! in a `#[tokio::test]`.
+
+pub mod copy_in;
+pub mod error_sqlstate;
+pub mod host_transaction;
+pub mod listener;
+pub mod migrator;
+pub mod row_decode;
+pub mod transaction;
+pub mod value_round_trip;

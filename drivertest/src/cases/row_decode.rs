@@ -1,0 +1,119 @@
+//! Rows of every shape decode into core's [`Row`](pgmill::driver::Row).
+
+use chrono::TimeDelta;
+use pgmill::driver::{Executor, PgType, Statement, Value};
+use serde_json::json;
+
+use crate::{Harness, TestContext};
+
+async fn query<H: Harness>(sql: &str) -> Vec<pgmill::driver::Row> {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let rows = ctx
+        .conn()
+        .await
+        .query(&Statement::new(sql.to_owned()))
+        .await;
+    rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Column names come back as aliased, in select-list order.
+pub async fn columns_keep_their_names_and_order<H: Harness>() {
+    let rows =
+        query::<H>("SELECT 1::int AS zeta, 'x'::text AS alpha, true AS \"Mixed Case\"").await;
+    assert_eq!(rows[0].columns(), ["zeta", "alpha", "Mixed Case"]);
+    assert_eq!(rows[0].get::<String>("alpha").unwrap(), "x");
+    assert!(rows[0].get::<bool>("Mixed Case").unwrap());
+}
+
+/// A query matching nothing returns no rows.
+pub async fn zero_rows_decode_as_empty<H: Harness>() {
+    assert!(
+        query::<H>("SELECT 1::int AS a WHERE false")
+            .await
+            .is_empty()
+    );
+}
+
+/// Many rows decode, in order.
+pub async fn five_thousand_rows_decode<H: Harness>() {
+    let rows = query::<H>(
+        "SELECT g::bigint AS n, repeat('x', g % 7)::text AS s FROM generate_series(1, 5000) g ORDER BY g",
+    )
+    .await;
+    assert_eq!(rows.len(), 5000);
+    let sum: i64 = rows.iter().map(|r| r.get::<i64>("n").unwrap()).sum();
+    assert_eq!(sum, 5000 * 5001 / 2);
+    assert_eq!(rows[4999].get::<String>("s").unwrap(), "x".repeat(5000 % 7));
+}
+
+/// smallint, integer and bigint columns keep their widths.
+pub async fn integer_widths_are_kept<H: Harness>() {
+    let rows = query::<H>("SELECT 1::smallint AS a, 2::integer AS b, 3::bigint AS c").await;
+    assert_eq!(
+        rows[0].values(),
+        [Value::Int2(1), Value::Int4(2), Value::Int8(3)]
+    );
+}
+
+/// varchar, name and char(n) columns read as text.
+pub async fn varchar_name_and_bpchar_decode_as_text<H: Harness>() {
+    let rows = query::<H>(
+        "SELECT 'v'::varchar AS v, 'n'::name AS n, 'c'::char(3) AS c, NULL::varchar AS z",
+    )
+    .await;
+    assert_eq!(
+        rows[0].values(),
+        [
+            Value::Text("v".into()),
+            Value::Text("n".into()),
+            Value::Text("c  ".into()),
+            Value::Null(PgType::Text),
+        ]
+    );
+}
+
+/// json columns read as jsonb values.
+pub async fn json_decodes_as_jsonb<H: Harness>() {
+    let rows = query::<H>("SELECT '{\"a\": [1, \"b\"]}'::json AS j").await;
+    assert_eq!(rows[0].values(), [Value::Jsonb(json!({"a": [1, "b"]}))]);
+}
+
+/// An interval with a days part reads as the whole duration.
+pub async fn interval_with_days_decodes<H: Harness>() {
+    let rows = query::<H>("SELECT interval '2 days 03:00:00.5' AS i").await;
+    assert_eq!(
+        rows[0].values(),
+        [Value::Interval(
+            TimeDelta::days(2) + TimeDelta::hours(3) + TimeDelta::milliseconds(500)
+        )]
+    );
+}
+
+/// A column of a type core does not use is a decode error, and the connection stays usable.
+pub async fn unsupported_type_is_a_decode_error<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let err = conn
+        .query(&Statement::new("SELECT 1.5::numeric AS n"))
+        .await
+        .expect_err("numeric is not a core type");
+    assert!(!err.is_connection_lost(), "{err}");
+    assert!(err.to_string().contains('n'), "{err}");
+    let one: i32 = conn
+        .query_scalar(&Statement::new("SELECT 1::int AS one"))
+        .await
+        .expect("connection still usable");
+    assert_eq!(one, 1);
+}
+
+/// Asking for a scalar of an empty result is an error, not a panic.
+pub async fn query_scalar_of_no_rows_is_an_error<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let err = ctx
+        .conn()
+        .await
+        .query_scalar::<i64>(&Statement::new("SELECT 1::bigint AS a WHERE false"))
+        .await
+        .expect_err("no rows");
+    assert!(matches!(err, pgmill::Error::Decode { .. }), "{err}");
+}

@@ -1,0 +1,95 @@
+//! A fresh schema and a driver connected to the test database, for one test.
+
+use pgmill::driver::{Driver, Executor, Statement};
+use pgmill::{Migrator, Schema};
+
+use crate::harness::Harness;
+use crate::testdb;
+
+/// What one test works with: a driver over the test database and a schema of its own.
+#[derive(Debug)]
+pub struct TestContext<D: Driver> {
+    /// The driver under test.
+    pub driver: D,
+    /// The test's own schema (created, not migrated unless [`TestContext::migrated`]).
+    pub schema: Schema,
+    /// The database URL.
+    pub url: String,
+}
+
+impl<D: Driver> TestContext<D> {
+    /// Connects the harness's driver and creates a fresh, empty schema.
+    ///
+    /// # Panics
+    ///
+    /// When the database cannot be reached: tests fail loudly.
+    pub async fn new<H: Harness<Driver = D>>() -> Self {
+        let url = testdb::url();
+        let driver = H::connect(&url, 6).await.expect("driver connects");
+        let schema = Schema::new(&testdb::fresh_schema_name()).expect("valid schema name");
+        let ctx = TestContext {
+            driver,
+            schema,
+            url,
+        };
+        ctx.script(&format!("CREATE SCHEMA {}", ctx.schema.quoted()))
+            .await;
+        ctx
+    }
+
+    /// Like [`TestContext::new`], with pgmill's tables migrated into the schema.
+    ///
+    /// # Panics
+    ///
+    /// When migrating fails.
+    pub async fn migrated<H: Harness<Driver = D>>() -> Self {
+        let ctx = Self::new::<H>().await;
+        let mut conn = ctx.conn().await;
+        Migrator::new(ctx.schema.clone())
+            .up(&mut conn, None)
+            .await
+            .expect("migrates");
+        ctx
+    }
+
+    /// A pooled connection.
+    ///
+    /// # Panics
+    ///
+    /// When the pool gives none.
+    pub async fn conn(&self) -> D::Connection {
+        self.driver.acquire().await.expect("acquires a connection")
+    }
+
+    /// Runs a script on a pooled connection, panicking on error.
+    ///
+    /// # Panics
+    ///
+    /// When the script fails.
+    pub async fn script(&self, sql: &str) {
+        self.conn()
+            .await
+            .execute_script(sql)
+            .await
+            .unwrap_or_else(|e| panic!("script failed: {e}\n{sql}"));
+    }
+
+    /// Renders `{schema}` in `sql` to this test's schema and builds a statement.
+    pub fn stmt(&self, sql: &str) -> Statement {
+        Statement::new(self.schema.render(sql))
+    }
+
+    /// Counts the rows of a table in the test's schema.
+    ///
+    /// # Panics
+    ///
+    /// When the query fails.
+    pub async fn count(&self, table: &str) -> i64 {
+        let stmt = self.stmt(&format!("SELECT count(*) AS n FROM {{schema}}.{table}"));
+        self.conn()
+            .await
+            .query_scalar(&stmt)
+            .await
+            .expect("count query")
+    }
+}

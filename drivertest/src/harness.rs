@@ -1,0 +1,31 @@
+//! What a driver crate provides to run the conformance suite.
+
+use std::future::Future;
+
+use pgmill::Result;
+use pgmill::driver::{Driver, Row, Statement};
+
+/// Connects the conformance suite to one driver.
+///
+/// A driver crate implements it on a local unit struct in its `tests/conformance.rs` and joins
+/// the suite with one line: `pgmill_drivertest::conformance_suite!(Harness);`.
+pub trait Harness: Send + Sync + 'static {
+    /// The driver under test.
+    type Driver: Driver;
+
+    /// Builds the driver over a fresh pool (at most `max_connections`) connected to `url`.
+    fn connect(
+        url: &str,
+        max_connections: u32,
+    ) -> impl Future<Output = Result<Self::Driver>> + Send;
+
+    /// Runs `statements` inside a transaction of the application's own connection type, opened
+    /// the library's own way (sqlx `Transaction`, tokio-postgres `Transaction`, diesel
+    /// `conn.transaction(..)`), through the driver's extension trait on that type. Commits when
+    /// `commit` is true, rolls back otherwise, and returns each statement's rows.
+    fn host_transaction(
+        url: &str,
+        statements: Vec<Statement>,
+        commit: bool,
+    ) -> impl Future<Output = Result<Vec<Vec<Row>>>> + Send;
+}
