@@ -47,6 +47,11 @@ pub enum Error {
     /// The driver does not offer this operation.
     #[error("{0} is not supported by this driver")]
     Unsupported(&'static str),
+    /// No worker of this client handles the kind being inserted.
+    #[error(
+        "no worker handles kind {0:?}; register one, or turn the check off with reject_unknown_kinds(false)"
+    )]
+    UnknownKind(String),
     /// A database call did not finish within its timeout.
     #[error("{0} timed out")]
     Timeout(&'static str),

@@ -26,12 +26,39 @@
 //! # }
 //! ```
 
+mod client;
+mod completer;
 pub mod driver;
 mod error;
+mod event;
 mod ident;
+mod job;
+mod job_args;
+mod job_executor;
 mod migrator;
+mod producer;
 mod query;
+mod retry_policy;
 mod schema;
+mod service;
+mod worker;
+
+pub use client::{
+    Client, ClientBuilder, ClientStats, Config, DEFAULT_EVENT_BUFFER, DEFAULT_FETCH_LIMIT,
+    DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, Inserter, MAX_WORKERS_PER_QUEUE, QueueConfig,
+};
+pub use completer::{
+    CompleterConfig, DEFAULT_AVAILABLE_WITHIN, DEFAULT_COMPLETER_BUFFER, DEFAULT_COMPLETER_LINGER,
+    DEFAULT_COMPLETER_MAX_BATCH,
+};
+pub use event::{Event, EventKind, Subscription};
+pub use job::{AttemptError, JobId, JobRow, JobState};
+pub use job_args::{
+    DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE, InsertOpts, InsertParams, JobArgs,
+    MIN_PRIORITY,
+};
+pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
+pub use worker::{BoxError, Job, JobError, Worker, Workers};
 
 pub use error::{
     DbError, DbErrorKind, Error, Result, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
@@ -39,5 +66,5 @@ pub use error::{
 };
 pub use ident::{MAX_NAME_LEN, MAX_SCHEMA_LEN, quote_ident, validate_name, validate_schema_name};
 pub use migrator::{Direction, MigrateReport, MigrationStatus, Migrator};
-pub use query::MigrationRow;
+pub use query::{JobListPage, JobListParams, MigrationRow};
 pub use schema::{SCHEMA_MARKER, Schema};

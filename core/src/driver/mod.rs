@@ -11,7 +11,7 @@
 //! SQL carries an explicit cast and every output column an explicit name, so drivers that check
 //! parameter types (tokio-postgres) or map rows by name (diesel) need no special cases.
 //!
-//! Errors cross the seam as [`Error::Database`](crate::Error::Database) with the SQLSTATE kept and
+//! Errors cross the seam as [`Error::Database`](crate::Error) with the SQLSTATE kept and
 //! a lost connection told apart ([`DbErrorKind::ConnectionLost`](crate::DbErrorKind)).
 
 mod listener;

@@ -1,8 +1,15 @@
 //! Every engine query: the catalog of SQL files under `core/sql/`, and one function per query,
 //! generic over any [`Executor`](crate::driver::Executor), named after its file.
 
+mod job;
 mod migration;
 
+pub use job::{JobListPage, JobListParams};
+pub(crate) use job::{
+    SetStateParams, SetStateResult, job_cancel, job_copy_available, job_delete, job_get_available,
+    job_get_by_id, job_insert_many, job_list, job_list_page, job_retry,
+    job_set_state_if_running_many,
+};
 pub use migration::MigrationRow;
 pub(crate) use migration::{
     migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,
@@ -11,7 +18,6 @@ pub(crate) use migration::{
 macro_rules! queries {
     ($($variant:ident => $file:literal,)*) => {
         /// One SQL statement of `core/sql/`, by file.
-        #[allow(clippy::enum_variant_names)] // only while the catalog holds just migration queries
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub(crate) enum Query {
             $($variant,)*
@@ -32,6 +38,15 @@ macro_rules! queries {
 }
 
 queries! {
+    JobCancel => "job/job_cancel.sql",
+    JobCopyAvailable => "job/job_copy_available.sql",
+    JobDelete => "job/job_delete.sql",
+    JobGetAvailable => "job/job_get_available.sql",
+    JobGetById => "job/job_get_by_id.sql",
+    JobInsertMany => "job/job_insert_many.sql",
+    JobList => "job/job_list.sql",
+    JobRetry => "job/job_retry.sql",
+    JobSetStateIfRunningMany => "job/job_set_state_if_running_many.sql",
     MigrationDelete => "migration/migration_delete.sql",
     MigrationGetAll => "migration/migration_get_all.sql",
     MigrationInsert => "migration/migration_insert.sql",

@@ -1,0 +1,24 @@
+-- Claims up to $2 due available jobs of one queue, in priority, schedule, id order, skipping rows
+-- other fetchers hold, and marks them running under this client's attempt.
+-- $1: queue
+-- $2: how many jobs at most
+-- $3: id of the client claiming them
+WITH locked AS (
+    SELECT id
+    FROM {schema}.pgmill_job
+    WHERE state = 'available' AND queue = $1::text AND scheduled_at <= now()
+    ORDER BY priority, scheduled_at, id
+    LIMIT $2::bigint
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.pgmill_job AS j
+SET state = 'running',
+    attempt = j.attempt + 1,
+    attempted_at = now(),
+    attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text
+FROM locked
+WHERE j.id = locked.id
+RETURNING j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,
+    j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
+    j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
+    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags

@@ -1,0 +1,254 @@
+//! Client configuration, validated once by [`ClientBuilder::build`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::completer::CompleterConfig;
+use crate::driver::Driver;
+use crate::error::{Error, Result};
+use crate::ident::validate_name;
+use crate::job_args::JobArgs;
+use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
+use crate::schema::Schema;
+use crate::worker::{Worker, Workers};
+
+use super::Client;
+
+/// Default [`Config::fetch_limit`].
+pub const DEFAULT_FETCH_LIMIT: usize = 100;
+/// Default [`Config::poll_interval`].
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Default [`Config::job_timeout`].
+pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default [`Config::event_buffer`].
+pub const DEFAULT_EVENT_BUFFER: usize = 1_024;
+/// Most workers one queue may run at once.
+pub const MAX_WORKERS_PER_QUEUE: usize = 10_000;
+
+/// One queue a client works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueConfig {
+    /// How many jobs of this queue run at once in this client.
+    pub max_workers: usize,
+}
+
+/// Everything a client needs, validated once by [`ClientBuilder::build`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Config {
+    /// The schema holding pgmill's tables. Default `public`.
+    pub schema: Schema,
+    /// This client's id, recorded in `attempted_by`; default `<hostname>-<pid>-<random>`.
+    pub id: Option<String>,
+    /// The queues worked, with their concurrency. Empty: the client only inserts.
+    pub queues: BTreeMap<String, QueueConfig>,
+    /// Most jobs claimed by one fetch. Default 100.
+    pub fetch_limit: usize,
+    /// How often an idle producer polls for jobs (plus up to 10 % jitter). Default 1 s.
+    pub poll_interval: Duration,
+    /// How long an attempt may run before its work is dropped and the attempt fails, unless the
+    /// worker says otherwise; `None` for no limit. Default 60 s.
+    pub job_timeout: Option<Duration>,
+    /// Delay before retrying a failed attempt, unless the worker says otherwise.
+    /// Default [`DefaultRetryPolicy`].
+    pub retry_policy: Arc<dyn RetryPolicy>,
+    /// The batched completer's settings.
+    pub completer: CompleterConfig,
+    /// Events buffered per subscriber before the oldest are dropped. Default 1,024.
+    pub event_buffer: usize,
+    /// Refuse to insert kinds this client has no worker for (when it has workers). Default true.
+    pub reject_unknown_kinds: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            schema: Schema::public(),
+            id: None,
+            queues: BTreeMap::new(),
+            fetch_limit: DEFAULT_FETCH_LIMIT,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            job_timeout: Some(DEFAULT_JOB_TIMEOUT),
+            retry_policy: Arc::new(DefaultRetryPolicy),
+            completer: CompleterConfig::default(),
+            event_buffer: DEFAULT_EVENT_BUFFER,
+            reject_unknown_kinds: true,
+        }
+    }
+}
+
+impl Config {
+    pub(crate) fn validate(&self, workers: &Workers) -> Result<()> {
+        let invalid = |m: String| Err(Error::InvalidConfig(m));
+        for (name, q) in &self.queues {
+            validate_name("queue", name)?;
+            if q.max_workers == 0 || q.max_workers > MAX_WORKERS_PER_QUEUE {
+                return invalid(format!(
+                    "queue {name:?}: max_workers {} is outside 1..={MAX_WORKERS_PER_QUEUE}",
+                    q.max_workers
+                ));
+            }
+        }
+        if !self.queues.is_empty() && workers.is_empty() {
+            return invalid("queues are configured but no worker is registered".into());
+        }
+        if let Some(id) = &self.id
+            && (id.is_empty() || id.len() > 100)
+        {
+            return invalid(format!("client id {id:?} must be 1 to 100 bytes"));
+        }
+        if self.fetch_limit == 0 {
+            return invalid("fetch_limit must be at least 1".into());
+        }
+        if self.poll_interval.is_zero() {
+            return invalid("poll_interval must be positive".into());
+        }
+        if self.job_timeout.is_some_and(|t| t.is_zero()) {
+            return invalid("job_timeout must be positive (or None for no limit)".into());
+        }
+        if self.event_buffer == 0 {
+            return invalid("event_buffer must be at least 1".into());
+        }
+        self.completer.validate()
+    }
+}
+
+/// Builds a [`Client`]: set what differs from [`Config::default`], register workers, then
+/// [`ClientBuilder::build`].
+///
+/// # Examples
+///
+/// ```
+/// # use pgmill::{Job, JobArgs, JobError, Worker};
+/// # #[derive(serde::Serialize, serde::Deserialize)] struct Ping;
+/// # impl JobArgs for Ping { const KIND: &'static str = "ping"; }
+/// # struct PingWorker;
+/// # impl Worker<Ping> for PingWorker {
+/// #     async fn work(&self, _job: &Job<Ping>) -> Result<(), JobError> { Ok(()) }
+/// # }
+/// # fn build<D: pgmill::driver::Driver>(driver: D) -> pgmill::Result<pgmill::Client<D>> {
+/// pgmill::Client::builder(driver)
+///     .queue("default", 50)
+///     .worker(PingWorker)
+///     .poll_interval(std::time::Duration::from_millis(500))
+///     .build()
+/// # }
+/// ```
+#[derive(Debug)]
+#[must_use]
+pub struct ClientBuilder<D: Driver> {
+    driver: D,
+    config: Config,
+    workers: Workers,
+    error: Option<Error>,
+}
+
+impl<D: Driver> ClientBuilder<D> {
+    pub(crate) fn new(driver: D) -> Self {
+        ClientBuilder {
+            driver,
+            config: Config::default(),
+            workers: Workers::new(),
+            error: None,
+        }
+    }
+
+    /// Replaces the whole configuration.
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the schema.
+    pub fn schema(mut self, schema: Schema) -> Self {
+        self.config.schema = schema;
+        self
+    }
+
+    /// Sets the client id.
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.config.id = Some(id.into());
+        self
+    }
+
+    /// Works `queue` with up to `max_workers` jobs at once.
+    pub fn queue(mut self, queue: impl Into<String>, max_workers: usize) -> Self {
+        self.config
+            .queues
+            .insert(queue.into(), QueueConfig { max_workers });
+        self
+    }
+
+    /// Registers a worker; a second worker for the same kind makes [`ClientBuilder::build`] fail.
+    pub fn worker<A: JobArgs, W: Worker<A>>(mut self, worker: W) -> Self {
+        if let Err(e) = self.workers.add(worker) {
+            self.error.get_or_insert(e);
+        }
+        self
+    }
+
+    /// Uses a prepared registry (replacing workers added so far).
+    pub fn workers(mut self, workers: Workers) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Sets the fetch limit.
+    pub fn fetch_limit(mut self, limit: usize) -> Self {
+        self.config.fetch_limit = limit;
+        self
+    }
+
+    /// Sets the poll interval.
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.config.poll_interval = interval;
+        self
+    }
+
+    /// Sets the default job timeout (`None`: no limit).
+    pub fn job_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.config.job_timeout = timeout;
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn retry_policy(mut self, policy: impl RetryPolicy) -> Self {
+        self.config.retry_policy = Arc::new(policy);
+        self
+    }
+
+    /// Sets the completer's settings.
+    pub fn completer(mut self, completer: CompleterConfig) -> Self {
+        self.config.completer = completer;
+        self
+    }
+
+    /// Allows or refuses inserting kinds without a worker in this client.
+    pub fn reject_unknown_kinds(mut self, reject: bool) -> Self {
+        self.config.reject_unknown_kinds = reject;
+        self
+    }
+
+    /// Validates everything and builds the client (not started).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] or [`Error::InvalidName`] saying what is wrong.
+    pub fn build(self) -> Result<Client<D>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.config.validate(&self.workers)?;
+        let known: Option<BTreeSet<String>> = (self.config.reject_unknown_kinds
+            && !self.workers.is_empty())
+        .then(|| self.workers.kinds().map(str::to_owned).collect());
+        Ok(Client::from_parts(
+            self.driver,
+            self.config,
+            self.workers,
+            known,
+        ))
+    }
+}

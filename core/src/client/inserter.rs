@@ -1,0 +1,245 @@
+//! Insert paths: single, many (one round trip), bulk (COPY where the driver has it), on any
+//! executor, including the application's own transaction, and blocking for diesel.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::driver::{BlockingExecutor, BlockingTransaction, Executor, Transaction};
+use crate::error::{Error, Result};
+use crate::job::JobRow;
+use crate::job_args::{InsertOpts, InsertParams, JobArgs};
+use crate::query::{job_copy_available, job_insert_many};
+use crate::schema::Schema;
+
+/// Rows per multi-row INSERT in the bulk path's fallback.
+const BULK_INSERT_CHUNK: usize = 5_000;
+/// Rows per COPY in the bulk path.
+const BULK_COPY_CHUNK: usize = 100_000;
+
+/// Inserts jobs through any executor: a pooled connection, or the application's own transaction.
+///
+/// Inserting needs no running client. Get one from a client ([`Client::inserter`](crate::Client))
+/// to have kinds checked against its workers, or build one with [`Inserter::new`] in a process that
+/// only enqueues. Driver crates wrap it in an extension trait, so `tx.insert_job(..)` works on the
+/// application's own transaction type.
+///
+/// # Examples
+///
+/// ```no_run
+/// # use serde::{Deserialize, Serialize};
+/// # #[derive(Serialize, Deserialize)] struct Email { to: String }
+/// # impl pgmill::JobArgs for Email { const KIND: &'static str = "email"; }
+/// # async fn run<E: pgmill::driver::Executor>(tx: &mut E) -> pgmill::Result<()> {
+/// let inserter = pgmill::Inserter::new(pgmill::Schema::public());
+/// let job = inserter.insert(tx, Email { to: "a@example.com".into() }).await?;
+/// println!("inserted job {}", job.id);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Inserter {
+    schema: Schema,
+    known_kinds: Option<Arc<BTreeSet<String>>>,
+}
+
+impl Inserter {
+    /// An inserter into `schema` that accepts any kind.
+    pub fn new(schema: Schema) -> Self {
+        Inserter {
+            schema,
+            known_kinds: None,
+        }
+    }
+
+    /// An inserter that refuses kinds outside `kinds`.
+    pub(crate) fn with_known_kinds(schema: Schema, kinds: BTreeSet<String>) -> Self {
+        Inserter {
+            schema,
+            known_kinds: Some(Arc::new(kinds)),
+        }
+    }
+
+    /// The schema inserted into.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    fn check(&self, params: &[InsertParams]) -> Result<()> {
+        if let Some(known) = &self.known_kinds
+            && let Some(p) = params.iter().find(|p| !known.contains(p.kind()))
+        {
+            return Err(Error::UnknownKind(p.kind().to_owned()));
+        }
+        Ok(())
+    }
+
+    fn one<A: JobArgs>(&self, args: &A, opts: Option<InsertOpts>) -> Result<[InsertParams; 1]> {
+        let p = [InsertParams::from_args(args, opts)?];
+        self.check(&p)?;
+        Ok(p)
+    }
+
+    /// Inserts one job with its kind's default options.
+    ///
+    /// # Errors
+    ///
+    /// A validation error ([`Error::InvalidName`], [`Error::InvalidConfig`],
+    /// [`Error::UnknownKind`]) or the database error.
+    pub async fn insert<E: Executor, A: JobArgs>(&self, exec: &mut E, args: A) -> Result<JobRow> {
+        self.insert_with(exec, args, None).await
+    }
+
+    /// Inserts one job with options over its kind's defaults.
+    ///
+    /// # Errors
+    ///
+    /// As [`Inserter::insert`].
+    pub async fn insert_with<E: Executor, A: JobArgs>(
+        &self,
+        exec: &mut E,
+        args: A,
+        opts: impl Into<Option<InsertOpts>>,
+    ) -> Result<JobRow> {
+        let p = self.one(&args, opts.into())?;
+        first(exec.query_as(&job_insert_many(&self.schema, &p)).await?)
+    }
+
+    /// Inserts many jobs in one round trip and returns them in input order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Inserter::insert`]; nothing is inserted when any job is invalid.
+    pub async fn insert_many<E: Executor>(
+        &self,
+        exec: &mut E,
+        params: &[InsertParams],
+    ) -> Result<Vec<JobRow>> {
+        self.check(params)?;
+        if params.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut rows: Vec<JobRow> = exec
+            .query_as(&job_insert_many(&self.schema, params))
+            .await?;
+        rows.sort_by_key(|r| r.id);
+        Ok(rows)
+    }
+
+    /// Inserts a very large batch as fast as the driver allows and returns how many were inserted.
+    ///
+    /// Jobs due now (and pending jobs) go in by `COPY` when the driver has it; scheduled jobs and
+    /// drivers without COPY use multi-row inserts. It all happens in one transaction (a savepoint
+    /// inside the caller's transaction): all or nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`Inserter::insert`].
+    pub async fn insert_bulk<E: Executor>(
+        &self,
+        exec: &mut E,
+        params: &[InsertParams],
+    ) -> Result<u64> {
+        self.check(params)?;
+        if params.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = exec.begin().await?;
+        let mut inserted = 0;
+        let (copyable, rest): (Vec<&InsertParams>, Vec<&InsertParams>) = if tx.supports_copy() {
+            params.iter().partition(|p| is_copyable(p))
+        } else {
+            (Vec::new(), params.iter().collect())
+        };
+        for chunk in copyable.chunks(BULK_COPY_CHUNK) {
+            let copy = job_copy_available(&self.schema, chunk.iter().copied());
+            inserted += tx.copy_in(&copy).await?;
+        }
+        for chunk in rest.chunks(BULK_INSERT_CHUNK) {
+            let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
+            inserted += tx.execute(&job_insert_many(&self.schema, &chunk)).await?;
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    /// [`Inserter::insert`] on a blocking executor, e.g. inside diesel's `conn.transaction(..)`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Inserter::insert`].
+    pub fn insert_blocking<E: BlockingExecutor, A: JobArgs>(
+        &self,
+        exec: &mut E,
+        args: A,
+    ) -> Result<JobRow> {
+        self.insert_with_blocking(exec, args, None)
+    }
+
+    /// [`Inserter::insert_with`] on a blocking executor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Inserter::insert`].
+    pub fn insert_with_blocking<E: BlockingExecutor, A: JobArgs>(
+        &self,
+        exec: &mut E,
+        args: A,
+        opts: impl Into<Option<InsertOpts>>,
+    ) -> Result<JobRow> {
+        let p = self.one(&args, opts.into())?;
+        first(exec.query_as(&job_insert_many(&self.schema, &p))?)
+    }
+
+    /// [`Inserter::insert_many`] on a blocking executor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Inserter::insert`].
+    pub fn insert_many_blocking<E: BlockingExecutor>(
+        &self,
+        exec: &mut E,
+        params: &[InsertParams],
+    ) -> Result<Vec<JobRow>> {
+        self.check(params)?;
+        if params.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut rows: Vec<JobRow> = exec.query_as(&job_insert_many(&self.schema, params))?;
+        rows.sort_by_key(|r| r.id);
+        Ok(rows)
+    }
+
+    /// [`Inserter::insert_bulk`] on a blocking executor (multi-row inserts in one transaction).
+    ///
+    /// # Errors
+    ///
+    /// As [`Inserter::insert`].
+    pub fn insert_bulk_blocking<E: BlockingExecutor>(
+        &self,
+        exec: &mut E,
+        params: &[InsertParams],
+    ) -> Result<u64> {
+        self.check(params)?;
+        if params.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = exec.begin()?;
+        let mut inserted = 0;
+        for chunk in params.chunks(BULK_INSERT_CHUNK) {
+            inserted += tx.execute(&job_insert_many(&self.schema, chunk))?;
+        }
+        tx.commit()?;
+        Ok(inserted)
+    }
+}
+
+/// COPY cannot evaluate `now()` per row, so only jobs whose state needs no clock go by COPY.
+fn is_copyable(p: &InsertParams) -> bool {
+    p.is_due_now() || (p.pending && p.scheduled_at.is_none() && p.schedule_in.is_none())
+}
+
+fn first(rows: Vec<JobRow>) -> Result<JobRow> {
+    rows.into_iter()
+        .next()
+        .ok_or_else(|| Error::decode("inserted job", "insert returned no row"))
+}

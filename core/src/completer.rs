@@ -1,0 +1,277 @@
+//! The batched completer: records the outcomes of many attempts with one guarded UPDATE.
+//!
+//! Executors hand their outcome to the completer and free their slot at once. The completer
+//! takes whatever outcomes are waiting (up to [`CompleterConfig::max_batch`]), optionally lingering
+//! a moment for more, and flushes them with `job_set_state_if_running_many`. Every row update is
+//! fenced on `state = 'running' AND attempt = <the attempt that ran>`: a superseded attempt's late
+//! result changes nothing and is counted in [`ClientStats::superseded_results`](crate::ClientStats).
+//!
+//! Backpressure: the hand-off channel is bounded, so when the database is slow executors wait to
+//! hand over, slots stay taken, and producers fetch less. Transient errors are retried with
+//! backoff; outcomes are never dropped while the client runs. On stop, the completer drains
+//! everything still queued before it ends.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use chrono::TimeDelta;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use crate::driver::{Driver, Executor};
+use crate::error::{Error, Result};
+use crate::event::{Event, EventKind, EventSender};
+use crate::job::{JobId, JobRow};
+use crate::query::{SetStateParams, SetStateResult, job_set_state_if_running_many};
+use crate::schema::Schema;
+
+/// Default [`CompleterConfig::max_batch`].
+pub const DEFAULT_COMPLETER_MAX_BATCH: usize = 2_000;
+/// Default [`CompleterConfig::linger`].
+pub const DEFAULT_COMPLETER_LINGER: Duration = Duration::from_millis(1);
+/// Default [`CompleterConfig::buffer`].
+pub const DEFAULT_COMPLETER_BUFFER: usize = 10_000;
+/// Default [`CompleterConfig::available_within`].
+pub const DEFAULT_AVAILABLE_WITHIN: Duration = Duration::from_secs(5);
+
+/// Settings of the batched completer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompleterConfig {
+    /// Most outcomes flushed in one UPDATE. Default 2,000.
+    pub max_batch: usize,
+    /// How long to wait for more outcomes after the first of a batch before flushing; the latency
+    /// cost of batching. Default 1 ms; zero flushes at once.
+    pub linger: Duration,
+    /// Outcomes queued before executors wait (backpressure). Default 10,000.
+    pub buffer: usize,
+    /// A retry or snooze due within this long makes the job available at once (it still waits for
+    /// its `scheduled_at`) instead of waiting for the scheduler. Default 5 s.
+    pub available_within: Duration,
+}
+
+impl Default for CompleterConfig {
+    fn default() -> Self {
+        CompleterConfig {
+            max_batch: DEFAULT_COMPLETER_MAX_BATCH,
+            linger: DEFAULT_COMPLETER_LINGER,
+            buffer: DEFAULT_COMPLETER_BUFFER,
+            available_within: DEFAULT_AVAILABLE_WITHIN,
+        }
+    }
+}
+
+impl CompleterConfig {
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.max_batch == 0 || self.buffer == 0 {
+            return Err(Error::InvalidConfig(
+                "completer max_batch and buffer must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The outcome of one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Outcome {
+    Completed,
+    Retry {
+        delay: TimeDelta,
+        error: String,
+        panic: bool,
+    },
+    Discard {
+        error: String,
+    },
+    Cancel {
+        error: String,
+    },
+    Snooze {
+        delay: TimeDelta,
+    },
+    Interrupt,
+}
+
+impl Outcome {
+    fn params(&self, job: &JobRow) -> SetStateParams {
+        let error = |message: &str, panic: bool| {
+            Some(json!({"attempt": job.attempt, "error": message, "panic": panic}))
+        };
+        let (outcome, delay, error) = match self {
+            Outcome::Completed => ("completed", TimeDelta::zero(), None),
+            Outcome::Retry {
+                delay,
+                error: e,
+                panic,
+            } => ("retry", *delay, error(e, *panic)),
+            Outcome::Discard { error: e } => ("discard", TimeDelta::zero(), error(e, false)),
+            Outcome::Cancel { error: e } => ("cancel", TimeDelta::zero(), error(e, false)),
+            Outcome::Snooze { delay } => ("snooze", *delay, None),
+            Outcome::Interrupt => ("interrupt", TimeDelta::zero(), None),
+        };
+        SetStateParams {
+            id: job.id,
+            attempt: job.attempt,
+            outcome,
+            delay,
+            error,
+        }
+    }
+
+    fn error_message(&self) -> Option<&str> {
+        match self {
+            Outcome::Retry { error, .. }
+            | Outcome::Discard { error }
+            | Outcome::Cancel { error } => Some(error),
+            _ => None,
+        }
+    }
+
+    fn event_kind(&self) -> EventKind {
+        match self {
+            Outcome::Completed => EventKind::JobCompleted,
+            Outcome::Retry { .. } | Outcome::Discard { .. } => EventKind::JobFailed,
+            Outcome::Cancel { .. } => EventKind::JobCancelled,
+            Outcome::Snooze { .. } => EventKind::JobSnoozed,
+            Outcome::Interrupt => EventKind::JobInterrupted,
+        }
+    }
+}
+
+/// One attempt's outcome on its way to the database.
+#[derive(Debug)]
+pub(crate) struct Completion {
+    pub(crate) job: JobRow,
+    pub(crate) outcome: Outcome,
+    pub(crate) run_time: Duration,
+    pub(crate) finished_at: Instant,
+}
+
+/// Counters shared with the client.
+#[derive(Debug, Default)]
+pub(crate) struct CompleterStats {
+    pub(crate) recorded: AtomicU64,
+    pub(crate) superseded: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+}
+
+pub(crate) struct BatchCompleter<D: Driver> {
+    pub(crate) driver: D,
+    pub(crate) schema: Schema,
+    pub(crate) config: CompleterConfig,
+    pub(crate) events: Arc<EventSender>,
+    pub(crate) stats: Arc<CompleterStats>,
+}
+
+impl<D: Driver> BatchCompleter<D> {
+    /// Flushes outcomes until every sender is dropped and the queue is empty. After `stopping` is
+    /// cancelled, a failing flush is retried a bounded number of times before its outcomes are
+    /// abandoned (the jobs stay running; the rescuer recovers them).
+    pub(crate) async fn run(self, mut rx: mpsc::Receiver<Completion>, stopping: CancellationToken) {
+        let mut batch = Vec::with_capacity(self.config.max_batch);
+        while let Some(first) = rx.recv().await {
+            batch.push(first);
+            if !self.config.linger.is_zero() && batch.len() < self.config.max_batch {
+                let deadline = tokio::time::Instant::now() + self.config.linger;
+                while batch.len() < self.config.max_batch {
+                    match tokio::time::timeout_at(deadline, rx.recv()).await {
+                        Ok(Some(c)) => batch.push(c),
+                        _ => break,
+                    }
+                }
+            }
+            while batch.len() < self.config.max_batch {
+                match rx.try_recv() {
+                    Ok(c) => batch.push(c),
+                    Err(_) => break,
+                }
+            }
+            self.flush_with_retry(&mut batch, &stopping).await;
+            batch.clear();
+        }
+    }
+
+    async fn flush_with_retry(&self, batch: &mut [Completion], stopping: &CancellationToken) {
+        let mut backoff = Duration::from_millis(50);
+        let mut failures_while_stopping = 0;
+        loop {
+            match self.flush(batch).await {
+                Ok(()) => return,
+                Err(e) => {
+                    warn!(error = %e, num_outcomes = batch.len(), "completer flush failed; retrying");
+                    if stopping.is_cancelled() {
+                        failures_while_stopping += 1;
+                        if failures_while_stopping >= 10 {
+                            let ids: Vec<i64> = batch.iter().map(|c| c.job.id.0).collect();
+                            warn!(
+                                ?ids,
+                                "giving up recording outcomes at shutdown; the rescuer will recover these jobs"
+                            );
+                            return;
+                        }
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+
+    async fn flush(&self, batch: &[Completion]) -> Result<()> {
+        let params: Vec<SetStateParams> = batch.iter().map(|c| c.outcome.params(&c.job)).collect();
+        let available_within =
+            TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
+        let stmt = job_set_state_if_running_many(&self.schema, &params, available_within);
+        let mut conn = self.driver.acquire().await?;
+        let results: Vec<SetStateResult> = conn.query_as(&stmt).await?;
+        drop(conn);
+        self.stats.flushes.fetch_add(1, Ordering::Relaxed);
+        self.stats
+            .recorded
+            .fetch_add(results.len() as u64, Ordering::Relaxed);
+        let superseded = batch.len() - results.len();
+        if superseded > 0 {
+            self.stats
+                .superseded
+                .fetch_add(superseded as u64, Ordering::Relaxed);
+            debug!(
+                num_superseded = superseded,
+                "outcomes of superseded attempts changed nothing"
+            );
+        }
+        debug!(num_recorded = results.len(), "completer flushed");
+        if self.events.has_subscribers() {
+            let flushed_at = Instant::now();
+            let mut by_id: HashMap<JobId, SetStateResult> =
+                results.into_iter().map(|r| (r.id, r)).collect();
+            for c in batch {
+                let Some(r) = by_id.remove(&c.job.id) else {
+                    continue;
+                };
+                let mut job = c.job.clone();
+                let queue_wait = job
+                    .attempted_at
+                    .map(|at| (at - job.scheduled_at).to_std().unwrap_or_default())
+                    .unwrap_or_default();
+                job.state = r.state;
+                job.attempt = r.attempt;
+                job.scheduled_at = r.scheduled_at;
+                job.finalized_at = r.finalized_at;
+                self.events.send(Event {
+                    kind: c.outcome.event_kind(),
+                    job,
+                    queue_wait,
+                    run_time: c.run_time,
+                    completion_lag: flushed_at.duration_since(c.finished_at),
+                    error: c.outcome.error_message().map(str::to_owned),
+                });
+            }
+        }
+        Ok(())
+    }
+}

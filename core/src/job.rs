@@ -1,0 +1,206 @@
+//! Jobs as stored: [`JobRow`], its [`JobState`], and the errors recorded per attempt.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::driver::{FromRow, Row};
+use crate::error::{Error, Result};
+
+/// A job's id: the `bigint` primary key of `pgmill_job`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JobId(pub i64);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<i64> for JobId {
+    fn from(id: i64) -> Self {
+        JobId(id)
+    }
+}
+
+/// Where a job is in its life.
+///
+/// ```text
+/// insert ──> available ──fetch──> running ──> completed | cancelled | discarded   (final)
+///    │  ──> scheduled ─┐             │ ──> retryable ──(due)──> available
+///    └──> pending      └─(due)──> available   └──> scheduled / available (snooze, interrupted)
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum JobState {
+    /// Ready to be fetched once its `scheduled_at` has passed.
+    Available,
+    /// Waiting for its `scheduled_at`; the scheduler makes it available.
+    Scheduled,
+    /// Held until something outside pgmill makes it available or scheduled.
+    Pending,
+    /// Being worked by a client.
+    Running,
+    /// Failed an attempt; waits for its retry time.
+    Retryable,
+    /// Finished successfully (final).
+    Completed,
+    /// Cancelled by its worker or an operator (final).
+    Cancelled,
+    /// Gave up: attempts used up, or discarded by its worker (final).
+    Discarded,
+}
+
+impl JobState {
+    /// Every state.
+    pub const ALL: [JobState; 8] = [
+        JobState::Available,
+        JobState::Scheduled,
+        JobState::Pending,
+        JobState::Running,
+        JobState::Retryable,
+        JobState::Completed,
+        JobState::Cancelled,
+        JobState::Discarded,
+    ];
+
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Available => "available",
+            JobState::Scheduled => "scheduled",
+            JobState::Pending => "pending",
+            JobState::Running => "running",
+            JobState::Retryable => "retryable",
+            JobState::Completed => "completed",
+            JobState::Cancelled => "cancelled",
+            JobState::Discarded => "discarded",
+        }
+    }
+
+    /// True for the states a job never leaves on its own.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            JobState::Completed | JobState::Cancelled | JobState::Discarded
+        )
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for JobState {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        JobState::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| Error::decode("job state", format!("unknown state {s:?}")))
+    }
+}
+
+/// One error recorded on a job, for one attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptError {
+    /// The attempt that failed (from 1).
+    pub attempt: i16,
+    /// When it was recorded (database time when written by SQL, else the worker's clock).
+    pub at: DateTime<Utc>,
+    /// The error message.
+    pub error: String,
+    /// True when the worker panicked.
+    #[serde(default)]
+    pub panic: bool,
+}
+
+/// A job as stored in `pgmill_job`.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct JobRow {
+    /// The id.
+    pub id: JobId,
+    /// The state.
+    pub state: JobState,
+    /// The queue it runs in.
+    pub queue: String,
+    /// Its kind, naming the worker that runs it.
+    pub kind: String,
+    /// Its arguments, as JSON.
+    pub args: serde_json::Value,
+    /// Free-form metadata (a JSON object).
+    pub metadata: serde_json::Value,
+    /// Priority, 1 (first) to 4 (last).
+    pub priority: i16,
+    /// Attempts made so far (the running one included).
+    pub attempt: i16,
+    /// Attempts allowed before it is discarded.
+    pub max_attempts: i16,
+    /// When the latest attempt started.
+    pub attempted_at: Option<DateTime<Utc>>,
+    /// The clients that attempted it, latest last (the last few only).
+    pub attempted_by: Vec<String>,
+    /// When it was inserted.
+    pub created_at: DateTime<Utc>,
+    /// When it may run next.
+    pub scheduled_at: DateTime<Utc>,
+    /// When it reached a final state.
+    pub finalized_at: Option<DateTime<Utc>>,
+    /// One error per failed attempt, oldest first.
+    pub errors: Vec<AttemptError>,
+    /// Tags given at insert.
+    pub tags: Vec<String>,
+}
+
+impl FromRow for JobRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        let errors: Vec<serde_json::Value> = row.take("errors")?;
+        let errors = errors
+            .into_iter()
+            .map(|e| {
+                serde_json::from_value(e).map_err(|e| Error::decode("job error", e.to_string()))
+            })
+            .collect::<Result<_>>()?;
+        Ok(JobRow {
+            id: JobId(row.take("id")?),
+            state: row.take::<String>("state")?.parse()?,
+            queue: row.take("queue")?,
+            kind: row.take("kind")?,
+            args: row.take("args")?,
+            metadata: row.take("metadata")?,
+            priority: row.take("priority")?,
+            attempt: row.take("attempt")?,
+            max_attempts: row.take("max_attempts")?,
+            attempted_at: row.take("attempted_at")?,
+            attempted_by: row.take("attempted_by")?,
+            created_at: row.take("created_at")?,
+            scheduled_at: row.take("scheduled_at")?,
+            finalized_at: row.take("finalized_at")?,
+            errors,
+            tags: row.take("tags")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_round_trip_through_their_names() {
+        for s in JobState::ALL {
+            assert_eq!(s.as_str().parse::<JobState>().unwrap(), s);
+        }
+        assert!("nope".parse::<JobState>().is_err());
+        assert!(JobState::Discarded.is_final());
+        assert!(!JobState::Retryable.is_final());
+    }
+}

@@ -1,0 +1,120 @@
+//! Runs one job: finds its worker, decodes its args, applies the timeout, catches panics, maps
+//! the result to an outcome and hands it to the completer.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::TimeDelta;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use crate::completer::{Completion, Outcome};
+use crate::job::JobRow;
+use crate::retry_policy::RetryPolicy;
+use crate::schema::Schema;
+use crate::worker::{JobAction, WorkResult, Workers};
+
+/// Everything needed to run jobs; shared by a client's producers.
+#[derive(Clone)]
+pub(crate) struct JobExecutor {
+    pub(crate) workers: Workers,
+    pub(crate) schema: Schema,
+    pub(crate) retry_policy: Arc<dyn RetryPolicy>,
+    pub(crate) default_timeout: Option<Duration>,
+    pub(crate) completer: mpsc::Sender<Completion>,
+}
+
+impl JobExecutor {
+    /// Runs `job` to an outcome and queues the outcome for the completer. `kill` interrupts the
+    /// work (hard stop): the job goes back to available with its attempt given back.
+    pub(crate) async fn execute(&self, job: JobRow, kill: &CancellationToken) {
+        let started = Instant::now();
+        let outcome = match self.workers.get(&job.kind) {
+            None => Outcome::Retry {
+                delay: self.retry_policy.next_retry(job.attempt),
+                error: format!(
+                    "no worker registered for kind {:?} in this client",
+                    job.kind
+                ),
+                panic: false,
+            },
+            Some(worker) => {
+                let cancel = kill.child_token();
+                let run = worker.run(
+                    job.clone(),
+                    self.schema.clone(),
+                    cancel,
+                    self.default_timeout,
+                );
+                tokio::select! {
+                    result = run => self.outcome(&job, result),
+                    () = kill.cancelled() => Outcome::Interrupt,
+                }
+            }
+        };
+        if let Outcome::Retry { error, .. } = &outcome {
+            warn!(job_id = job.id.0, kind = %job.kind, attempt = job.attempt, %error, "job attempt failed");
+        } else {
+            debug!(job_id = job.id.0, kind = %job.kind, ?outcome, "job attempt finished");
+        }
+        let completion = Completion {
+            job,
+            outcome,
+            run_time: started.elapsed(),
+            finished_at: Instant::now(),
+        };
+        if self.completer.send(completion).await.is_err() {
+            // Only when the completer is gone, which the client prevents while jobs run.
+            warn!("completer closed; outcome not recorded, the rescuer will recover the job");
+        }
+    }
+
+    pub(crate) fn schema_ref(&self) -> &Schema {
+        &self.schema
+    }
+
+    fn retry_delay(&self, job: &JobRow, next_retry: Option<TimeDelta>) -> TimeDelta {
+        next_retry.unwrap_or_else(|| self.retry_policy.next_retry(job.attempt))
+    }
+
+    fn outcome(&self, job: &JobRow, result: WorkResult) -> Outcome {
+        match result {
+            WorkResult::Ok => Outcome::Completed,
+            WorkResult::Failed { error, next_retry } => match error.action() {
+                JobAction::Retry => Outcome::Retry {
+                    delay: self.retry_delay(job, next_retry),
+                    error: error.message(),
+                    panic: false,
+                },
+                JobAction::Cancel => Outcome::Cancel {
+                    error: error.message(),
+                },
+                JobAction::Discard => Outcome::Discard {
+                    error: error.message(),
+                },
+                JobAction::Snooze(d) => Outcome::Snooze {
+                    delay: TimeDelta::from_std(d).unwrap_or(TimeDelta::MAX),
+                },
+            },
+            WorkResult::Panicked {
+                message,
+                next_retry,
+            } => Outcome::Retry {
+                delay: self.retry_delay(job, next_retry),
+                error: format!("panicked: {message}"),
+                panic: true,
+            },
+            WorkResult::TimedOut { after, next_retry } => Outcome::Retry {
+                delay: self.retry_delay(job, next_retry),
+                error: format!("timed out after {after:?}"),
+                panic: false,
+            },
+            WorkResult::Undecodable(error) => Outcome::Retry {
+                delay: self.retry_policy.next_retry(job.attempt),
+                error,
+                panic: false,
+            },
+        }
+    }
+}

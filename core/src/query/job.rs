@@ -1,0 +1,248 @@
+//! Queries on `pgmill_job`. Each builds its statement without I/O, so the async and the blocking
+//! (diesel host transaction) paths share one definition.
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::driver::{CopyIn, Executor, FromRow, Row, Statement, Value};
+use crate::error::Result;
+use crate::job::{JobId, JobRow, JobState};
+use crate::job_args::InsertParams;
+use crate::query::Query;
+use crate::schema::Schema;
+
+pub(crate) fn job_insert_many(schema: &Schema, params: &[InsertParams]) -> Statement {
+    let rows: Vec<serde_json::Value> = params.iter().map(InsertParams::to_insert_json).collect();
+    schema.statement(Query::JobInsertMany).bind(rows)
+}
+
+/// The COPY of jobs due now or pending; every param must be [`InsertParams::is_due_now`] or
+/// pending without a schedule.
+pub(crate) fn job_copy_available<'a>(
+    schema: &Schema,
+    params: impl Iterator<Item = &'a InsertParams>,
+) -> CopyIn {
+    let mut copy = CopyIn::new(
+        schema
+            .statement(Query::JobCopyAvailable)
+            .shared_sql()
+            .clone(),
+    );
+    for p in params {
+        let state = if p.pending {
+            JobState::Pending
+        } else {
+            JobState::Available
+        };
+        copy.push_row(&[
+            Value::Text(state.as_str().to_owned()),
+            Value::Text(p.queue.clone()),
+            Value::Text(p.kind.clone()),
+            Value::Jsonb(p.args.clone()),
+            Value::Jsonb(p.metadata.clone()),
+            Value::Int2(p.priority),
+            Value::Int2(p.max_attempts),
+            Value::TextArray(p.tags.clone()),
+        ]);
+    }
+    copy
+}
+
+pub(crate) async fn job_get_available<E: Executor>(
+    exec: &mut E,
+    schema: &Schema,
+    queue: &str,
+    limit: usize,
+    client_id: &str,
+) -> Result<Vec<JobRow>> {
+    let stmt = schema
+        .statement(Query::JobGetAvailable)
+        .bind(queue)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(client_id);
+    let mut jobs: Vec<JobRow> = exec.query_as(&stmt).await?;
+    // RETURNING has no order; run in fetch order.
+    jobs.sort_by_key(|j| (j.priority, j.scheduled_at, j.id));
+    Ok(jobs)
+}
+
+/// What happened to one attempt, as `job_set_state_if_running_many.sql` records it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SetStateParams {
+    pub(crate) id: JobId,
+    pub(crate) attempt: i16,
+    pub(crate) outcome: &'static str,
+    pub(crate) delay: TimeDelta,
+    pub(crate) error: Option<serde_json::Value>,
+}
+
+/// The new state of one row `job_set_state_if_running_many` changed.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SetStateResult {
+    pub(crate) id: JobId,
+    pub(crate) state: JobState,
+    pub(crate) attempt: i16,
+    pub(crate) scheduled_at: DateTime<Utc>,
+    pub(crate) finalized_at: Option<DateTime<Utc>>,
+}
+
+impl FromRow for SetStateResult {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(SetStateResult {
+            id: JobId(row.take("id")?),
+            state: row.take::<String>("state")?.parse()?,
+            attempt: row.take("attempt")?,
+            scheduled_at: row.take("scheduled_at")?,
+            finalized_at: row.take("finalized_at")?,
+        })
+    }
+}
+
+pub(crate) fn job_set_state_if_running_many(
+    schema: &Schema,
+    params: &[SetStateParams],
+    available_within: TimeDelta,
+) -> Statement {
+    let micros = |d: TimeDelta| d.num_microseconds().unwrap_or(i64::MAX);
+    schema
+        .statement(Query::JobSetStateIfRunningMany)
+        .bind(params.iter().map(|p| p.id.0).collect::<Vec<_>>())
+        .bind(
+            params
+                .iter()
+                .map(|p| i64::from(p.attempt))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            params
+                .iter()
+                .map(|p| p.outcome.to_owned())
+                .collect::<Vec<_>>(),
+        )
+        .bind(params.iter().map(|p| micros(p.delay)).collect::<Vec<_>>())
+        .bind(
+            params
+                .iter()
+                .map(|p| p.error.clone().unwrap_or(serde_json::Value::Null))
+                .collect::<Vec<_>>(),
+        )
+        .bind(micros(available_within))
+}
+
+pub(crate) fn job_get_by_id(schema: &Schema, id: JobId) -> Statement {
+    schema.statement(Query::JobGetById).bind(id.0)
+}
+
+/// Filters and cursor of a job listing.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct JobListParams {
+    /// Only jobs in these states.
+    pub states: Option<Vec<JobState>>,
+    /// Only jobs in these queues.
+    pub queues: Option<Vec<String>>,
+    /// Only jobs of these kinds.
+    pub kinds: Option<Vec<String>>,
+    /// Only these jobs.
+    pub ids: Option<Vec<JobId>>,
+    /// Only jobs after this cursor: the [`JobListPage::next_cursor`] of the previous page.
+    pub after: Option<JobId>,
+    /// Page size (default 100).
+    pub limit: Option<usize>,
+}
+
+impl JobListParams {
+    /// No filter, first page.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Only jobs in these states.
+    pub fn states(mut self, states: impl IntoIterator<Item = JobState>) -> Self {
+        self.states = Some(states.into_iter().collect());
+        self
+    }
+
+    /// Only jobs in these queues.
+    pub fn queues<S: Into<String>>(mut self, queues: impl IntoIterator<Item = S>) -> Self {
+        self.queues = Some(queues.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Only jobs of these kinds.
+    pub fn kinds<S: Into<String>>(mut self, kinds: impl IntoIterator<Item = S>) -> Self {
+        self.kinds = Some(kinds.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Only these jobs.
+    pub fn ids(mut self, ids: impl IntoIterator<Item = JobId>) -> Self {
+        self.ids = Some(ids.into_iter().collect());
+        self
+    }
+
+    /// Continue after this cursor.
+    pub fn after(mut self, cursor: JobId) -> Self {
+        self.after = Some(cursor);
+        self
+    }
+
+    /// Page size.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+}
+
+/// One page of a job listing.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct JobListPage {
+    /// The jobs, in id order.
+    pub jobs: Vec<JobRow>,
+    /// The cursor for the next page, `None` when this page was the last.
+    pub next_cursor: Option<JobId>,
+}
+
+pub(crate) const DEFAULT_LIST_LIMIT: usize = 100;
+
+pub(crate) fn job_list(schema: &Schema, p: &JobListParams) -> Statement {
+    let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT).max(1);
+    schema
+        .statement(Query::JobList)
+        .bind(
+            p.states
+                .as_ref()
+                .map(|s| s.iter().map(|s| s.as_str().to_owned()).collect::<Vec<_>>()),
+        )
+        .bind(p.queues.clone())
+        .bind(p.kinds.clone())
+        .bind(
+            p.ids
+                .as_ref()
+                .map(|ids| ids.iter().map(|i| i.0).collect::<Vec<_>>()),
+        )
+        .bind(p.after.map_or(0, |c| c.0))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
+pub(crate) fn job_list_page(jobs: Vec<JobRow>, p: &JobListParams) -> JobListPage {
+    let limit = p.limit.unwrap_or(DEFAULT_LIST_LIMIT).max(1);
+    let next_cursor = if jobs.len() == limit {
+        jobs.last().map(|j| j.id)
+    } else {
+        None
+    };
+    JobListPage { jobs, next_cursor }
+}
+
+pub(crate) fn job_cancel(schema: &Schema, id: JobId, error: serde_json::Value) -> Statement {
+    schema.statement(Query::JobCancel).bind(id.0).bind(error)
+}
+
+pub(crate) fn job_retry(schema: &Schema, id: JobId) -> Statement {
+    schema.statement(Query::JobRetry).bind(id.0)
+}
+
+pub(crate) fn job_delete(schema: &Schema, id: JobId) -> Statement {
+    schema.statement(Query::JobDelete).bind(id.0)
+}

@@ -1,0 +1,440 @@
+//! Workers run jobs: the [`Worker`] trait, the [`Workers`] registry, and [`JobError`], the typed
+//! outcome of a failed attempt.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use futures_util::FutureExt;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+
+use crate::driver::{BlockingExecutor, Executor};
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobRow};
+use crate::job_args::JobArgs;
+use crate::query::{SetStateParams, job_set_state_if_running_many};
+use crate::schema::Schema;
+
+/// A boxed error, as workers return them.
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// A job being worked: its decoded args, its row, and a cancellation signal.
+#[derive(Debug)]
+pub struct Job<A> {
+    /// The decoded arguments.
+    pub args: A,
+    row: JobRow,
+    schema: Schema,
+    cancel: CancellationToken,
+}
+
+impl<A> Job<A> {
+    pub(crate) fn new(args: A, row: JobRow, schema: Schema, cancel: CancellationToken) -> Self {
+        Job {
+            args,
+            row,
+            schema,
+            cancel,
+        }
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> JobId {
+        self.row.id
+    }
+
+    /// The attempt being run, from 1.
+    pub fn attempt(&self) -> i16 {
+        self.row.attempt
+    }
+
+    /// The full row as fetched (state `running`).
+    pub fn row(&self) -> &JobRow {
+        &self.row
+    }
+
+    /// Resolves when the job's work should stop: the client is stopping hard, or the job was
+    /// cancelled. Work that does not await can poll [`Job::is_cancelled`] instead. (A timeout drops
+    /// the work future.)
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// True once the job's work should stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn completed_params(&self) -> [SetStateParams; 1] {
+        [SetStateParams {
+            id: self.row.id,
+            attempt: self.row.attempt,
+            outcome: "completed",
+            delay: TimeDelta::zero(),
+            error: None,
+        }]
+    }
+
+    /// Completes this job inside the application's own transaction, so the job is completed
+    /// exactly when the worker's own writes commit. Returns false when the attempt was superseded
+    /// (the job is no longer running this attempt), in which case the transaction should roll back.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn complete_in<E: Executor>(&self, exec: &mut E) -> Result<bool> {
+        let stmt = job_set_state_if_running_many(
+            &self.schema,
+            &self.completed_params(),
+            TimeDelta::zero(),
+        );
+        Ok(exec.execute(&stmt).await? == 1)
+    }
+
+    /// [`Job::complete_in`] for a blocking executor (diesel).
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub fn complete_in_blocking<E: BlockingExecutor>(&self, exec: &mut E) -> Result<bool> {
+        let stmt = job_set_state_if_running_many(
+            &self.schema,
+            &self.completed_params(),
+            TimeDelta::zero(),
+        );
+        Ok(exec.execute(&stmt)? == 1)
+    }
+}
+
+/// Runs jobs of one kind.
+///
+/// Only [`Worker::work`] is required. Returning `Ok(())` completes the job; an error fails the
+/// attempt and the job is retried with backoff until its attempts are used up; [`JobError`]'s
+/// constructors cancel, discard or snooze it instead. A panic is caught and recorded like an error.
+///
+/// # Examples
+///
+/// ```
+/// use pgmill::{Job, JobArgs, JobError, Worker};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Resize {
+///     image_id: i64,
+/// }
+///
+/// impl JobArgs for Resize {
+///     const KIND: &'static str = "resize";
+/// }
+///
+/// struct ResizeWorker;
+///
+/// impl Worker<Resize> for ResizeWorker {
+///     async fn work(&self, job: &Job<Resize>) -> Result<(), JobError> {
+///         if job.args.image_id < 0 {
+///             // Bad input will never succeed: do not retry.
+///             return Err(JobError::discard("negative image id"));
+///         }
+///         // ... resize ...
+///         Ok(())
+///     }
+///
+///     fn timeout(&self, _job: &Job<Resize>) -> Option<std::time::Duration> {
+///         Some(std::time::Duration::from_secs(30))
+///     }
+/// }
+///
+/// let mut workers = pgmill::Workers::new();
+/// workers.add(ResizeWorker).unwrap();
+/// assert!(workers.add(ResizeWorker).is_err()); // one worker per kind
+/// ```
+pub trait Worker<A: JobArgs>: Send + Sync + 'static {
+    /// Works one job.
+    fn work(&self, job: &Job<A>) -> impl Future<Output = Result<(), JobError>> + Send;
+
+    /// How long one attempt may run before its work is dropped and the attempt fails; `None`
+    /// uses the client's job timeout.
+    fn timeout(&self, job: &Job<A>) -> Option<Duration> {
+        let _ = job;
+        None
+    }
+
+    /// How long to wait before retrying after this failed attempt; `None` uses the client's
+    /// [`RetryPolicy`](crate::RetryPolicy).
+    fn next_retry(&self, job: &Job<A>) -> Option<TimeDelta> {
+        let _ = job;
+        None
+    }
+}
+
+/// What a failed attempt asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum JobAction {
+    Retry,
+    Cancel,
+    Discard,
+    Snooze(Duration),
+}
+
+/// The error a worker returns: retried by default, or cancelling, discarding or snoozing the job.
+///
+/// Any `std::error::Error` converts into a retryable `JobError`, so `?` works in
+/// [`Worker::work`].
+pub struct JobError {
+    action: JobAction,
+    error: Option<BoxError>,
+}
+
+impl JobError {
+    /// Fails this attempt; the job is retried with backoff until its attempts are used up.
+    pub fn retry(error: impl Into<BoxError>) -> Self {
+        JobError {
+            action: JobAction::Retry,
+            error: Some(error.into()),
+        }
+    }
+
+    /// Cancels the job: it ends `cancelled` and is never retried.
+    pub fn cancel(error: impl Into<BoxError>) -> Self {
+        JobError {
+            action: JobAction::Cancel,
+            error: Some(error.into()),
+        }
+    }
+
+    /// Discards the job: it ends `discarded` and is never retried.
+    pub fn discard(error: impl Into<BoxError>) -> Self {
+        JobError {
+            action: JobAction::Discard,
+            error: Some(error.into()),
+        }
+    }
+
+    /// Runs the job again after `delay`, without using up an attempt.
+    pub fn snooze(delay: Duration) -> Self {
+        JobError {
+            action: JobAction::Snooze(delay),
+            error: None,
+        }
+    }
+
+    pub(crate) fn action(&self) -> JobAction {
+        self.action
+    }
+
+    /// The error's message (empty for a snooze).
+    pub fn message(&self) -> String {
+        self.error
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default()
+    }
+}
+
+impl fmt::Debug for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobError")
+            .field("action", &self.action)
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.action, &self.error) {
+            (JobAction::Snooze(d), _) => write!(f, "snoozed for {d:?}"),
+            (_, Some(e)) => e.fmt(f),
+            (_, None) => f.write_str("job failed"),
+        }
+    }
+}
+
+impl<E: StdError + Send + Sync + 'static> From<E> for JobError {
+    fn from(e: E) -> Self {
+        JobError::retry(e)
+    }
+}
+
+/// How one run of a worker ended, before the executor maps it to an outcome.
+#[derive(Debug)]
+pub(crate) enum WorkResult {
+    Ok,
+    Failed {
+        error: JobError,
+        next_retry: Option<TimeDelta>,
+    },
+    Panicked {
+        message: String,
+        next_retry: Option<TimeDelta>,
+    },
+    TimedOut {
+        after: Duration,
+        next_retry: Option<TimeDelta>,
+    },
+    Undecodable(String),
+}
+
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// A worker with its args type erased, so the registry can hold every kind.
+pub(crate) trait ErasedWorker: Send + Sync {
+    fn run(
+        &self,
+        row: JobRow,
+        schema: Schema,
+        cancel: CancellationToken,
+        default_timeout: Option<Duration>,
+    ) -> BoxFuture<WorkResult>;
+}
+
+struct Registered<A, W> {
+    worker: Arc<W>,
+    _args: PhantomData<fn() -> A>,
+}
+
+impl<A: JobArgs, W: Worker<A>> ErasedWorker for Registered<A, W> {
+    fn run(
+        &self,
+        row: JobRow,
+        schema: Schema,
+        cancel: CancellationToken,
+        default_timeout: Option<Duration>,
+    ) -> BoxFuture<WorkResult> {
+        let worker = Arc::clone(&self.worker);
+        Box::pin(async move {
+            let args = match serde_json::from_value::<A>(row.args.clone()) {
+                Ok(args) => args,
+                Err(e) => {
+                    return WorkResult::Undecodable(format!(
+                        "cannot decode args of {}: {e}",
+                        A::KIND
+                    ));
+                }
+            };
+            let job = Job::new(args, row, schema, cancel);
+            let timeout = worker.timeout(&job).or(default_timeout);
+            let work = AssertUnwindSafe(worker.work(&job)).catch_unwind();
+            let result = match timeout {
+                Some(t) => tokio::time::timeout(t, work).await.map_err(|_| t),
+                None => Ok(work.await),
+            };
+            match result {
+                Ok(Ok(Ok(()))) => WorkResult::Ok,
+                Ok(Ok(Err(error))) => WorkResult::Failed {
+                    next_retry: worker.next_retry(&job),
+                    error,
+                },
+                Ok(Err(panic)) => WorkResult::Panicked {
+                    message: panic_message(&*panic),
+                    next_retry: worker.next_retry(&job),
+                },
+                Err(after) => WorkResult::TimedOut {
+                    after,
+                    next_retry: worker.next_retry(&job),
+                },
+            }
+        })
+    }
+}
+
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+/// The workers of a client, one per job kind.
+#[derive(Clone, Default)]
+pub struct Workers {
+    by_kind: HashMap<&'static str, Arc<dyn ErasedWorker>>,
+}
+
+impl Workers {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `worker` for the kind `A::KIND`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] when that kind already has a worker;
+    /// [`Error::InvalidName`] when the kind name is invalid.
+    pub fn add<A: JobArgs, W: Worker<A>>(&mut self, worker: W) -> Result<&mut Self> {
+        crate::ident::validate_name("kind", A::KIND)?;
+        if self.by_kind.contains_key(A::KIND) {
+            return Err(Error::InvalidConfig(format!(
+                "kind {:?} already has a worker",
+                A::KIND
+            )));
+        }
+        self.by_kind.insert(
+            A::KIND,
+            Arc::new(Registered {
+                worker: Arc::new(worker),
+                _args: PhantomData,
+            }),
+        );
+        Ok(self)
+    }
+
+    /// The kinds that have a worker.
+    pub fn kinds(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.by_kind.keys().copied()
+    }
+
+    /// True when no worker is registered.
+    pub fn is_empty(&self) -> bool {
+        self.by_kind.is_empty()
+    }
+
+    pub(crate) fn get(&self, kind: &str) -> Option<&Arc<dyn ErasedWorker>> {
+        self.by_kind.get(kind)
+    }
+}
+
+impl fmt::Debug for Workers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut kinds: Vec<_> = self.kinds().collect();
+        kinds.sort_unstable();
+        f.debug_struct("Workers").field("kinds", &kinds).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_convert_and_keep_their_action() {
+        let e: JobError = std::io::Error::other("disk full").into();
+        assert_eq!(e.action(), JobAction::Retry);
+        assert_eq!(e.message(), "disk full");
+        assert_eq!(JobError::cancel("stop").action(), JobAction::Cancel);
+        assert_eq!(JobError::discard("bad").action(), JobAction::Discard);
+        let s = JobError::snooze(Duration::from_secs(5));
+        assert_eq!(s.action(), JobAction::Snooze(Duration::from_secs(5)));
+        assert_eq!(s.to_string(), "snoozed for 5s");
+    }
+
+    #[test]
+    fn panic_payloads_become_messages() {
+        assert_eq!(panic_message(&"boom"), "boom");
+        assert_eq!(panic_message(&String::from("bang")), "bang");
+        assert_eq!(panic_message(&42_u8), "panic with a non-string payload");
+    }
+}
