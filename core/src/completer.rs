@@ -79,7 +79,10 @@ impl CompleterConfig {
 /// The outcome of one attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Outcome {
-    Completed,
+    /// Succeeded; `recorded` when already completed inside the worker's own transaction.
+    Completed {
+        recorded: bool,
+    },
     Retry {
         delay: TimeDelta,
         error: String,
@@ -103,7 +106,7 @@ impl Outcome {
             Some(json!({"attempt": job.attempt, "error": message, "panic": panic}))
         };
         let (outcome, delay, error) = match self {
-            Outcome::Completed => ("completed", TimeDelta::zero(), None),
+            Outcome::Completed { .. } => ("completed", TimeDelta::zero(), None),
             Outcome::Retry {
                 delay,
                 error: e,
@@ -134,7 +137,7 @@ impl Outcome {
 
     fn event_kind(&self) -> EventKind {
         match self {
-            Outcome::Completed => EventKind::JobCompleted,
+            Outcome::Completed { .. } => EventKind::JobCompleted,
             Outcome::Retry { .. } | Outcome::Discard { .. } => EventKind::JobFailed,
             Outcome::Cancel { .. } => EventKind::JobCancelled,
             Outcome::Snooze { .. } => EventKind::JobSnoozed,
@@ -234,7 +237,11 @@ impl<D: Driver> BatchCompleter<D> {
         self.stats
             .recorded
             .fetch_add(results.len() as u64, Ordering::Relaxed);
-        let superseded = batch.len() - results.len();
+        let already_recorded = batch
+            .iter()
+            .filter(|c| matches!(c.outcome, Outcome::Completed { recorded: true }))
+            .count();
+        let superseded = batch.len().saturating_sub(results.len() + already_recorded);
         if superseded > 0 {
             self.stats
                 .superseded

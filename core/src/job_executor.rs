@@ -80,7 +80,7 @@ impl JobExecutor {
 
     fn outcome(&self, job: &JobRow, result: WorkResult) -> Outcome {
         match result {
-            WorkResult::Ok => Outcome::Completed,
+            WorkResult::Ok { recorded } => Outcome::Completed { recorded },
             WorkResult::Failed { error, next_retry } => match error.action() {
                 JobAction::Retry => Outcome::Retry {
                     delay: self.retry_delay(job, next_retry),

@@ -10,6 +10,7 @@ use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use chrono::TimeDelta;
@@ -34,6 +35,7 @@ pub struct Job<A> {
     row: JobRow,
     schema: Schema,
     cancel: CancellationToken,
+    recorded: AtomicBool,
 }
 
 impl<A> Job<A> {
@@ -43,6 +45,7 @@ impl<A> Job<A> {
             row,
             schema,
             cancel,
+            recorded: AtomicBool::new(false),
         }
     }
 
@@ -96,7 +99,9 @@ impl<A> Job<A> {
             &self.completed_params(),
             TimeDelta::zero(),
         );
-        Ok(exec.execute(&stmt).await? == 1)
+        let done = exec.execute(&stmt).await? == 1;
+        self.recorded.fetch_or(done, Ordering::Relaxed);
+        Ok(done)
     }
 
     /// [`Job::complete_in`] for a blocking executor (diesel).
@@ -110,7 +115,9 @@ impl<A> Job<A> {
             &self.completed_params(),
             TimeDelta::zero(),
         );
-        Ok(exec.execute(&stmt)? == 1)
+        let done = exec.execute(&stmt)? == 1;
+        self.recorded.fetch_or(done, Ordering::Relaxed);
+        Ok(done)
     }
 }
 
@@ -267,7 +274,10 @@ impl<E: StdError + Send + Sync + 'static> From<E> for JobError {
 /// How one run of a worker ended, before the executor maps it to an outcome.
 #[derive(Debug)]
 pub(crate) enum WorkResult {
-    Ok,
+    /// Succeeded; `recorded` when the worker already completed the job in its own transaction.
+    Ok {
+        recorded: bool,
+    },
     Failed {
         error: JobError,
         next_retry: Option<TimeDelta>,
@@ -328,7 +338,9 @@ impl<A: JobArgs, W: Worker<A>> ErasedWorker for Registered<A, W> {
                 None => Ok(work.await),
             };
             match result {
-                Ok(Ok(Ok(()))) => WorkResult::Ok,
+                Ok(Ok(Ok(()))) => WorkResult::Ok {
+                    recorded: job.recorded.load(Ordering::Relaxed),
+                },
                 Ok(Ok(Err(error))) => WorkResult::Failed {
                     next_retry: worker.next_retry(&job),
                     error,

@@ -2,8 +2,8 @@
 
 use std::future::Future;
 
-use pgmill::Result;
 use pgmill::driver::{Driver, Row, Statement};
+use pgmill::{InsertParams, Inserter, JobRow, Result};
 
 /// Connects the conformance suite to one driver.
 ///
@@ -28,4 +28,14 @@ pub trait Harness: Send + Sync + 'static {
         statements: Vec<Statement>,
         commit: bool,
     ) -> impl Future<Output = Result<Vec<Vec<Row>>>> + Send;
+
+    /// Inserts `jobs` inside a transaction of the application's own connection type through the
+    /// driver's extension trait (`tx.insert_jobs(&inserter, &jobs)`), then commits or rolls back.
+    /// Returns the inserted rows as seen inside the transaction.
+    fn host_insert(
+        url: &str,
+        inserter: &Inserter,
+        jobs: Vec<InsertParams>,
+        commit: bool,
+    ) -> impl Future<Output = Result<Vec<JobRow>>> + Send;
 }

@@ -15,6 +15,7 @@
 pub mod cases;
 mod context;
 mod harness;
+pub mod scripted;
 pub mod testdb;
 
 pub use context::TestContext;
@@ -31,6 +32,36 @@ pub mod __private {
 macro_rules! conformance_suite {
     ($harness:ty) => {
         $crate::__conformance_modules! { $harness;
+            client_work {
+                retry_then_success, attempts_exhausted_are_discarded_with_every_error,
+                snooze_runs_again_without_using_an_attempt, long_snooze_schedules_the_job,
+                cancel_from_the_worker_cancels_the_job, discard_from_the_worker_discards_the_job,
+                timeout_drops_the_work_and_is_recorded, panic_is_caught_and_recorded,
+                undecodable_args_are_recorded_and_finally_discarded,
+                unknown_kind_is_recorded_and_retried_later,
+                jobs_run_by_priority_then_schedule_then_id, events_report_outcomes_with_timings,
+                completion_inside_the_worker_transaction,
+            }
+            client_insert {
+                rolled_back_host_insert_never_runs, committed_host_insert_runs_once,
+                insert_many_returns_rows_in_input_order,
+                bulk_insert_of_ten_thousand_jobs_runs_each_once,
+                scheduled_job_waits_for_its_time, pending_job_is_never_fetched,
+                unknown_kind_is_refused_unless_allowed, invalid_insert_options_are_typed_errors,
+                enqueue_needs_only_an_executor,
+            }
+            client_stop {
+                ten_thousand_jobs_over_three_queues_run_exactly_once,
+                soft_stop_waits_for_running_jobs, hard_stop_interrupts_and_gives_back_the_attempt,
+                two_clients_share_work_without_running_a_job_twice,
+                superseded_attempt_reporting_late_changes_nothing, stop_start_cycles_are_safe,
+            }
+            client_admin {
+                get_returns_the_job_or_none, list_filters_and_paginates_with_a_cursor,
+                cancel_only_cancels_jobs_not_running,
+                retry_makes_a_finished_job_available_again,
+                delete_removes_only_jobs_not_running,
+            }
             value_round_trip {
                 bool_round_trips, int2_round_trips, int4_round_trips, int8_round_trips,
                 float8_round_trips_including_extremes, text_round_trips_non_ascii_and_empty,

@@ -3,6 +3,10 @@
 //! Cases panic on failure, like tests; [`conformance_suite!`](crate::conformance_suite) wraps each
 //! in a `#[tokio::test]`.
 
+pub mod client_admin;
+pub mod client_insert;
+pub mod client_stop;
+pub mod client_work;
 pub mod copy_in;
 pub mod error_sqlstate;
 pub mod host_transaction;

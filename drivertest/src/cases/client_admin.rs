@@ -1,0 +1,158 @@
+//! Reading and administering jobs: get, list with cursor pagination, cancel, retry, delete.
+
+use pgmill::driver::Executor;
+use pgmill::{InsertOpts, InsertParams, JobId, JobListParams, JobState};
+
+use crate::scripted::{Task, test_client};
+use crate::{Harness, TestContext};
+
+async fn ctx<H: Harness>() -> TestContext<H::Driver> {
+    TestContext::<H::Driver>::migrated::<H>().await
+}
+
+async fn set_state<D: pgmill::driver::Driver>(ctx: &TestContext<D>, id: JobId, state: &str) {
+    let finalized = if ["completed", "cancelled", "discarded"].contains(&state) {
+        "now()"
+    } else {
+        "NULL"
+    };
+    ctx.conn()
+        .await
+        .execute(
+            &ctx.stmt(&format!(
+                "UPDATE {{schema}}.pgmill_job SET state = '{state}', finalized_at = {finalized}, \
+             attempt = greatest(attempt, 1) WHERE id = $1::bigint"
+            ))
+            .bind(id.0),
+        )
+        .await
+        .unwrap();
+}
+
+/// `job_get` returns the job, or `None` for an unknown id.
+pub async fn get_returns_the_job_or_none<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let job = client.insert(Task { n: 5 }).await.unwrap();
+    assert_eq!(client.job_get(job.id).await.unwrap(), Some(job));
+    assert_eq!(client.job_get(JobId(i64::MAX)).await.unwrap(), None);
+}
+
+/// Listing filters by state, queue, kind and ids, and pages with a cursor.
+pub async fn list_filters_and_paginates_with_a_cursor<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let params: Vec<_> = (0..25)
+        .map(|n| {
+            let queue = if n % 2 == 0 { "even" } else { "odd" };
+            InsertParams::from_args(&Task { n }, Some(InsertOpts::new().queue(queue))).unwrap()
+        })
+        .collect();
+    let rows = client.insert_many(&params).await.unwrap();
+    let mut seen = Vec::new();
+    let mut page_params = JobListParams::new().queues(["even"]).limit(5);
+    loop {
+        let page = client.job_list(&page_params).await.unwrap();
+        seen.extend(page.jobs.iter().map(|j| j.id));
+        match page.next_cursor {
+            Some(c) => page_params = page_params.after(c),
+            None => break,
+        }
+    }
+    let even: Vec<JobId> = rows
+        .iter()
+        .filter(|r| r.queue == "even")
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(seen, even);
+    set_state(&ctx, rows[0].id, "completed").await;
+    let done = client
+        .job_list(&JobListParams::new().states([JobState::Completed]))
+        .await
+        .unwrap();
+    assert_eq!(done.jobs.len(), 1);
+    let by_id = client
+        .job_list(
+            &JobListParams::new()
+                .ids([rows[3].id, rows[4].id])
+                .kinds(["task"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        by_id.jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+        [rows[3].id, rows[4].id]
+    );
+    assert!(
+        client
+            .job_list(&JobListParams::new().kinds(["other"]))
+            .await
+            .unwrap()
+            .jobs
+            .is_empty()
+    );
+}
+
+/// Cancel works on jobs not running and leaves running and final jobs alone.
+pub async fn cancel_only_cancels_jobs_not_running<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let (a, b, c) = (
+        client.insert(Task { n: 1 }).await.unwrap(),
+        client.insert(Task { n: 2 }).await.unwrap(),
+        client.insert(Task { n: 3 }).await.unwrap(),
+    );
+    set_state(&ctx, b.id, "running").await;
+    set_state(&ctx, c.id, "completed").await;
+    let a = client.job_cancel(a.id).await.unwrap().unwrap();
+    assert_eq!(a.state, JobState::Cancelled);
+    assert!(a.finalized_at.is_some());
+    assert_eq!(a.errors.len(), 1);
+    assert_eq!(
+        client.job_cancel(b.id).await.unwrap().unwrap().state,
+        JobState::Running
+    );
+    assert_eq!(
+        client.job_cancel(c.id).await.unwrap().unwrap().state,
+        JobState::Completed
+    );
+    assert_eq!(client.job_cancel(JobId(i64::MAX)).await.unwrap(), None);
+}
+
+/// Retry makes a finished job available now, with an extra attempt when it had used them up.
+pub async fn retry_makes_a_finished_job_available_again<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let job = client
+        .insert_with(Task { n: 1 }, InsertOpts::new().max_attempts(1))
+        .await
+        .unwrap();
+    set_state(&ctx, job.id, "discarded").await;
+    let retried = client.job_retry(job.id).await.unwrap().unwrap();
+    assert_eq!(retried.state, JobState::Available);
+    assert_eq!(retried.finalized_at, None);
+    assert_eq!(retried.max_attempts, 2);
+    set_state(&ctx, job.id, "running").await;
+    assert_eq!(
+        client.job_retry(job.id).await.unwrap().unwrap().state,
+        JobState::Running
+    );
+}
+
+/// Delete removes a job that is not running and refuses a running one.
+pub async fn delete_removes_only_jobs_not_running<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let (a, b) = (
+        client.insert(Task { n: 1 }).await.unwrap(),
+        client.insert(Task { n: 2 }).await.unwrap(),
+    );
+    set_state(&ctx, b.id, "running").await;
+    assert_eq!(
+        client.job_delete(a.id).await.unwrap().map(|j| j.id),
+        Some(a.id)
+    );
+    assert_eq!(client.job_delete(b.id).await.unwrap(), None);
+    assert_eq!(client.job_get(a.id).await.unwrap(), None);
+    assert!(client.job_get(b.id).await.unwrap().is_some());
+}

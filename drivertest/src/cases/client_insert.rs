@@ -1,0 +1,255 @@
+//! Insert paths end to end: in the application's own transaction (rolled back: never runs;
+//! committed: runs once), many, bulk, scheduled, pending, validation.
+
+use chrono::{TimeDelta, Utc};
+use pgmill::{Error, InsertOpts, InsertParams, Inserter, JobState};
+use serde_json::json;
+
+use crate::scripted::{ScriptedWorker, Task, count_in, state_counts, test_client, wait_for};
+use crate::{Harness, TestContext};
+
+async fn ctx<H: Harness>() -> TestContext<H::Driver> {
+    TestContext::<H::Driver>::migrated::<H>().await
+}
+
+fn task(n: i64) -> InsertParams {
+    InsertParams::from_args(&Task { n }, None).unwrap()
+}
+
+/// A job inserted in the application's transaction that then rolls back never exists or runs.
+pub async fn rolled_back_host_insert_never_runs<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let inside = H::host_insert(&ctx.url, client.inserter(), vec![task(1)], false)
+        .await
+        .expect("insert inside the host transaction");
+    assert_eq!(inside.len(), 1);
+    assert_eq!(inside[0].state, JobState::Available);
+    // A committed marker job proves the client is fetching; the rolled-back one never shows up.
+    client.insert(Task { n: 2 }).await.unwrap();
+    wait_for("marker completed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(ctx.count("pgmill_job").await, 1);
+    assert!(client.job_get(inside[0].id).await.unwrap().is_none());
+    assert_eq!(worker.total_runs(), 1);
+}
+
+/// A job inserted in the application's transaction that commits runs exactly once.
+pub async fn committed_host_insert_runs_once<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let inserted = H::host_insert(&ctx.url, client.inserter(), vec![task(1), task(2)], true)
+        .await
+        .expect("insert inside the host transaction");
+    wait_for("both completed", async || {
+        count_in(&ctx, JobState::Completed).await == 2
+    })
+    .await;
+    client.stop().await;
+    for job in inserted {
+        assert_eq!(worker.runs()[&job.id], 1);
+    }
+}
+
+/// `insert_many` inserts in one round trip and returns the rows in input order.
+pub async fn insert_many_returns_rows_in_input_order<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let params: Vec<_> = (0..500).map(task).collect();
+    let rows = client.insert_many(&params).await.unwrap();
+    assert_eq!(rows.len(), 500);
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.args, json!({"n": i}));
+        assert_eq!(r.kind, "task");
+        assert_eq!(r.state, JobState::Available);
+    }
+    assert!(client.insert_many(&[]).await.unwrap().is_empty());
+}
+
+/// The bulk path inserts 10,000 jobs (COPY where the driver has it) and each runs once.
+pub async fn bulk_insert_of_ten_thousand_jobs_runs_each_once<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 50)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    let mut params: Vec<_> = (0..9_990).map(task).collect();
+    // A few scheduled and pending jobs take the non-COPY path inside the same transaction.
+    for n in 0..5 {
+        params.push(
+            InsertParams::from_args(
+                &Task { n },
+                Some(InsertOpts::new().schedule_in(TimeDelta::hours(1))),
+            )
+            .unwrap(),
+        );
+        params
+            .push(InsertParams::from_args(&Task { n }, Some(InsertOpts::new().pending())).unwrap());
+    }
+    assert_eq!(client.insert_bulk(&params).await.unwrap(), 10_000);
+    let counts = state_counts(&ctx).await;
+    assert_eq!(counts[&JobState::Available], 9_990);
+    assert_eq!(counts[&JobState::Scheduled], 5);
+    assert_eq!(counts[&JobState::Pending], 5);
+    client.start().await.unwrap();
+    wait_for("all available jobs completed", async || {
+        count_in(&ctx, JobState::Completed).await == 9_990
+    })
+    .await;
+    client.stop().await;
+    let runs = worker.runs();
+    assert_eq!(runs.len(), 9_990);
+    assert!(runs.values().all(|&n| n == 1));
+}
+
+/// A job scheduled in the future waits; one scheduled in the past is available at once.
+pub async fn scheduled_job_waits_for_its_time<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    let later = client
+        .insert_with(
+            Task { n: 1 },
+            InsertOpts::new().schedule_in(TimeDelta::hours(1)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(later.state, JobState::Scheduled);
+    let at = client
+        .insert_with(
+            Task { n: 2 },
+            InsertOpts::new().scheduled_at(Utc::now() + TimeDelta::days(1)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(at.state, JobState::Scheduled);
+    let past = client
+        .insert_with(
+            Task { n: 3 },
+            InsertOpts::new().scheduled_at(Utc::now() - TimeDelta::days(1)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(past.state, JobState::Available);
+    client.start().await.unwrap();
+    wait_for("past job completed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(count_in(&ctx, JobState::Scheduled).await, 2);
+    assert_eq!(worker.total_runs(), 1);
+}
+
+/// A pending job is never fetched.
+pub async fn pending_job_is_never_fetched<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    let pending = client
+        .insert_with(Task { n: 1 }, InsertOpts::new().pending())
+        .await
+        .unwrap();
+    assert_eq!(pending.state, JobState::Pending);
+    client.start().await.unwrap();
+    client.insert(Task { n: 2 }).await.unwrap();
+    wait_for("other job completed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(
+        client.job_get(pending.id).await.unwrap().unwrap().state,
+        JobState::Pending
+    );
+}
+
+/// A client with workers refuses kinds it cannot run, unless told not to check.
+pub async fn unknown_kind_is_refused_unless_allowed<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let strict = test_client(&ctx)
+        .worker(ScriptedWorker::ok())
+        .build()
+        .unwrap();
+    let stranger = InsertParams::new("stranger", json!({}), InsertOpts::new()).unwrap();
+    let err = strict
+        .insert_many(std::slice::from_ref(&stranger))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::UnknownKind(ref k) if k == "stranger"),
+        "{err}"
+    );
+    assert_eq!(ctx.count("pgmill_job").await, 0);
+    let lax = test_client(&ctx)
+        .worker(ScriptedWorker::ok())
+        .reject_unknown_kinds(false)
+        .build()
+        .unwrap();
+    assert_eq!(lax.insert_many(&[stranger]).await.unwrap().len(), 1);
+}
+
+/// Invalid names and options are typed errors, and nothing is inserted.
+pub async fn invalid_insert_options_are_typed_errors<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let err = client
+        .insert_with(Task { n: 1 }, InsertOpts::new().queue("no spaces allowed"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidName { kind: "queue", .. }),
+        "{err}"
+    );
+    let err = client
+        .insert_with(Task { n: 1 }, InsertOpts::new().priority(9))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+    assert_eq!(ctx.count("pgmill_job").await, 0);
+}
+
+/// Enqueueing needs only an executor and an [`Inserter`], no client at all.
+pub async fn enqueue_needs_only_an_executor<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let inserter = Inserter::new(ctx.schema.clone());
+    let mut conn = ctx.conn().await;
+    let job = inserter
+        .insert_with(
+            &mut conn,
+            Task { n: 7 },
+            InsertOpts::new().queue("elsewhere").tags(["a", "b"]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(job.queue, "elsewhere");
+    assert_eq!(job.tags, ["a", "b"]);
+    assert_eq!(job.args, json!({"n": 7}));
+    assert_eq!(job.max_attempts, 25);
+    assert_eq!(job.metadata, json!({}));
+}

@@ -1,0 +1,249 @@
+//! Throughput without double execution, stopping soft and hard with jobs in flight, several
+//! clients on one schema, and fencing of superseded attempts.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pgmill::driver::Executor;
+use pgmill::{InsertOpts, InsertParams, JobError, JobState};
+use tokio::sync::Notify;
+
+use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
+use crate::{Harness, TestContext};
+
+async fn ctx<H: Harness>() -> TestContext<H::Driver> {
+    TestContext::<H::Driver>::migrated::<H>().await
+}
+
+/// 10,000 jobs over three queues with 50 workers each: every job completes exactly once.
+pub async fn ten_thousand_jobs_over_three_queues_run_exactly_once<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("q1", 50)
+        .queue("q2", 50)
+        .queue("q3", 50)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    let params: Vec<_> = (0..10_000)
+        .map(|n| {
+            let queue = ["q1", "q2", "q3"][(n % 3) as usize];
+            InsertParams::from_args(&Task { n }, Some(InsertOpts::new().queue(queue))).unwrap()
+        })
+        .collect();
+    client.insert_bulk(&params).await.unwrap();
+    client.start().await.unwrap();
+    wait_for("all completed", async || {
+        count_in(&ctx, JobState::Completed).await == 10_000
+    })
+    .await;
+    client.stop().await;
+    let runs = worker.runs();
+    assert_eq!(runs.len(), 10_000);
+    assert!(runs.values().all(|&n| n == 1), "a job ran twice");
+    assert_eq!(client.stats().superseded_results, 0);
+}
+
+/// A soft stop fetches nothing more but lets running jobs finish and records them.
+pub async fn soft_stop_waits_for_running_jobs<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::new(|_| async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(())
+    });
+    let client = test_client(&ctx)
+        .queue("default", 5)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    for n in 0..5 {
+        client.insert(Task { n }).await.unwrap();
+    }
+    client.start().await.unwrap();
+    wait_for("jobs running", async || {
+        count_in(&ctx, JobState::Running).await == 5
+    })
+    .await;
+    client.insert(Task { n: 99 }).await.unwrap();
+    client.stop().await;
+    assert_eq!(count_in(&ctx, JobState::Completed).await, 5);
+    assert_eq!(count_in(&ctx, JobState::Running).await, 0);
+    assert_eq!(
+        count_in(&ctx, JobState::Available).await,
+        1,
+        "nothing fetched after stop"
+    );
+}
+
+/// A hard stop interrupts running jobs: they go back to available with their attempt given back
+/// and no error, and a later client runs them.
+pub async fn hard_stop_interrupts_and_gives_back_the_attempt<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let forever = ScriptedWorker::new(|_| async {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok(())
+    });
+    let client = test_client(&ctx)
+        .queue("default", 3)
+        .worker(forever)
+        .build()
+        .unwrap();
+    for n in 0..3 {
+        client.insert(Task { n }).await.unwrap();
+    }
+    client.start().await.unwrap();
+    wait_for("jobs running", async || {
+        count_in(&ctx, JobState::Running).await == 3
+    })
+    .await;
+    client.stop_and_cancel().await;
+    assert_eq!(count_in(&ctx, JobState::Available).await, 3);
+    let page = client
+        .job_list(&pgmill::JobListParams::new())
+        .await
+        .unwrap();
+    assert!(
+        page.jobs
+            .iter()
+            .all(|j| j.attempt == 0 && j.errors.is_empty())
+    );
+
+    let worker = ScriptedWorker::ok();
+    let next = test_client(&ctx)
+        .queue("default", 3)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    next.start().await.unwrap();
+    wait_for("rerun", async || {
+        count_in(&ctx, JobState::Completed).await == 3
+    })
+    .await;
+    next.stop().await;
+    let page = next.job_list(&pgmill::JobListParams::new()).await.unwrap();
+    assert!(page.jobs.iter().all(|j| j.attempt == 1));
+}
+
+/// Two clients on one schema share the work, and no job runs twice.
+pub async fn two_clients_share_work_without_running_a_job_twice<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let (wa, wb) = (ScriptedWorker::ok(), ScriptedWorker::ok());
+    let a = test_client(&ctx)
+        .queue("default", 20)
+        .fetch_limit(10)
+        .worker(wa.clone())
+        .build()
+        .unwrap();
+    let b = test_client(&ctx)
+        .queue("default", 20)
+        .fetch_limit(10)
+        .worker(wb.clone())
+        .build()
+        .unwrap();
+    let params: Vec<_> = (0..3_000)
+        .map(|n| InsertParams::from_args(&Task { n }, None).unwrap())
+        .collect();
+    a.insert_bulk(&params).await.unwrap();
+    a.start().await.unwrap();
+    b.start().await.unwrap();
+    wait_for("all completed", async || {
+        count_in(&ctx, JobState::Completed).await == 3_000
+    })
+    .await;
+    a.stop().await;
+    b.stop().await;
+    let (ra, rb) = (wa.runs(), wb.runs());
+    assert_eq!(ra.len() + rb.len(), 3_000);
+    assert!(
+        ra.keys().all(|id| !rb.contains_key(id)),
+        "a job ran in both clients"
+    );
+    assert!(ra.values().chain(rb.values()).all(|&n| n == 1));
+    assert!(!ra.is_empty() && !rb.is_empty(), "both clients worked");
+}
+
+/// A superseded attempt that reports late changes nothing, and is counted.
+pub async fn superseded_attempt_reporting_late_changes_nothing<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let release = Arc::new(Notify::new());
+    let gate = Arc::clone(&release);
+    let stale = ScriptedWorker::new(move |_| {
+        let gate = Arc::clone(&gate);
+        async move {
+            gate.notified().await;
+            Err(JobError::retry("late failure from a presumed-dead worker"))
+        }
+    });
+    let a = test_client(&ctx)
+        .queue("default", 1)
+        .worker(stale)
+        .job_timeout(None)
+        .build()
+        .unwrap();
+    let job = a.insert(Task { n: 1 }).await.unwrap();
+    a.start().await.unwrap();
+    wait_for("attempt 1 running", async || {
+        count_in(&ctx, JobState::Running).await == 1
+    })
+    .await;
+
+    // What a rescuer does when it presumes A dead: the job becomes available again.
+    ctx.conn()
+        .await
+        .execute(
+            &ctx.stmt("UPDATE {schema}.pgmill_job SET state = 'available' WHERE id = $1::bigint")
+                .bind(job.id.0),
+        )
+        .await
+        .unwrap();
+    let fresh = ScriptedWorker::ok();
+    let b = test_client(&ctx)
+        .queue("default", 1)
+        .worker(fresh.clone())
+        .build()
+        .unwrap();
+    b.start().await.unwrap();
+    wait_for("attempt 2 completed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    b.stop().await;
+
+    release.notify_one();
+    a.stop().await;
+    let after = a.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!(after.state, JobState::Completed);
+    assert_eq!(after.attempt, 2);
+    assert!(after.errors.is_empty(), "the late error was not recorded");
+    assert_eq!(a.stats().superseded_results, 1);
+}
+
+/// Stop before start, stop twice and start after stop are all safe.
+pub async fn stop_start_cycles_are_safe<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.stop().await;
+    client.start().await.unwrap();
+    client.start().await.unwrap();
+    client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("first", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    client.stop().await;
+    client.start().await.unwrap();
+    client.insert(Task { n: 2 }).await.unwrap();
+    wait_for("second", async || {
+        count_in(&ctx, JobState::Completed).await == 2
+    })
+    .await;
+    client.stop_and_cancel().await;
+    assert_eq!(worker.total_runs(), 2);
+}

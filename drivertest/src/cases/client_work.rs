@@ -1,0 +1,468 @@
+//! Outcomes of work run end to end by a real client: success, retry, discard, cancel, snooze,
+//! timeouts, panics, bad args, unknown kinds, ordering, events, completion in the worker's own
+//! transaction.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use pgmill::driver::{Driver, Executor, Statement, Transaction};
+use pgmill::{EventKind, InsertOpts, InsertParams, Inserter, Job, JobError, JobState, Worker};
+use serde_json::json;
+
+use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
+use crate::{Harness, TestContext};
+
+async fn ctx<H: Harness>() -> TestContext<H::Driver> {
+    TestContext::<H::Driver>::migrated::<H>().await
+}
+
+/// A job failing its first attempt succeeds on the second; its first error is recorded.
+pub async fn retry_then_success<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::new(|run| async move {
+        if run.attempt == 1 {
+            Err(JobError::retry("first attempt fails"))
+        } else {
+            Ok(())
+        }
+    });
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("completion", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!(job.attempt, 2);
+    assert_eq!(job.errors.len(), 1);
+    assert_eq!(job.errors[0].attempt, 1);
+    assert_eq!(job.errors[0].error, "first attempt fails");
+    assert_eq!(worker.total_runs(), 2);
+}
+
+/// A job failing every attempt is discarded after `max_attempts`, with one error per attempt.
+pub async fn attempts_exhausted_are_discarded_with_every_error<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker =
+        ScriptedWorker::new(
+            |run| async move { Err(JobError::retry(format!("fail {}", run.attempt))) },
+        );
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let job = client
+        .insert_with(Task { n: 1 }, InsertOpts::new().max_attempts(3))
+        .await
+        .unwrap();
+    wait_for("discarded", async || {
+        count_in(&ctx, JobState::Discarded).await == 1
+    })
+    .await;
+    client.stop().await;
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!(job.attempt, 3);
+    assert!(job.finalized_at.is_some());
+    let errors: Vec<(i16, &str)> = job
+        .errors
+        .iter()
+        .map(|e| (e.attempt, e.error.as_str()))
+        .collect();
+    assert_eq!(errors, [(1, "fail 1"), (2, "fail 2"), (3, "fail 3")]);
+    assert_eq!(worker.total_runs(), 3);
+}
+
+/// A snooze runs the job again without using up an attempt or recording an error.
+pub async fn snooze_runs_again_without_using_an_attempt<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let snoozed = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&snoozed);
+    let worker = ScriptedWorker::new(move |_| {
+        let first = !flag.swap(true, Ordering::SeqCst);
+        async move {
+            if first {
+                Err(JobError::snooze(Duration::from_millis(10)))
+            } else {
+                Ok(())
+            }
+        }
+    });
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let job = client
+        .insert_with(Task { n: 1 }, InsertOpts::new().max_attempts(1))
+        .await
+        .unwrap();
+    wait_for("completion", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!(job.attempt, 1, "the snooze gave its attempt back");
+    assert!(job.errors.is_empty());
+    assert_eq!(worker.total_runs(), 2);
+}
+
+/// A long snooze leaves the job scheduled in the future.
+pub async fn long_snooze_schedules_the_job<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker =
+        ScriptedWorker::new(|_| async { Err(JobError::snooze(Duration::from_secs(3600))) });
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("scheduled", async || {
+        count_in(&ctx, JobState::Scheduled).await == 1
+    })
+    .await;
+    client.stop().await;
+    let after = client.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!(after.attempt, 0);
+    assert!(after.scheduled_at - job.scheduled_at > chrono::TimeDelta::minutes(59));
+}
+
+/// `JobError::cancel` ends the job cancelled, with the error recorded, never retried.
+pub async fn cancel_from_the_worker_cancels_the_job<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::new(|_| async { Err(JobError::cancel("no longer wanted")) });
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("cancelled", async || {
+        count_in(&ctx, JobState::Cancelled).await == 1
+    })
+    .await;
+    client.stop().await;
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    assert!(job.finalized_at.is_some());
+    assert_eq!(job.errors[0].error, "no longer wanted");
+    assert_eq!(worker.total_runs(), 1);
+}
+
+/// `JobError::discard` ends the job discarded at once, whatever attempts are left.
+pub async fn discard_from_the_worker_discards_the_job<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::new(|_| async { Err(JobError::discard("bad input")) });
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("discarded", async || {
+        count_in(&ctx, JobState::Discarded).await == 1
+    })
+    .await;
+    client.stop().await;
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!((job.attempt, job.max_attempts), (1, 25));
+    assert_eq!(worker.total_runs(), 1);
+}
+
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A timeout drops the job's work (its future is dropped) and records the timeout.
+pub async fn timeout_drops_the_work_and_is_recorded<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&dropped);
+    let worker = ScriptedWorker::new(move |_| {
+        let guard = DropFlag(Arc::clone(&flag));
+        async move {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            drop(guard);
+            Ok(())
+        }
+    })
+    .with_timeout(Duration::from_millis(100));
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let job = client
+        .insert_with(Task { n: 1 }, InsertOpts::new().max_attempts(1))
+        .await
+        .unwrap();
+    wait_for("discarded", async || {
+        count_in(&ctx, JobState::Discarded).await == 1
+    })
+    .await;
+    client.stop().await;
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the work future was dropped"
+    );
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    assert!(
+        job.errors[0].error.contains("timed out"),
+        "{:?}",
+        job.errors
+    );
+}
+
+/// A panic in `work` is caught, recorded with its message, and the client keeps working.
+pub async fn panic_is_caught_and_recorded<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::new(|run| async move {
+        if run.n == 0 {
+            panic!("boom in worker");
+        }
+        Ok(())
+    });
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let bad = client
+        .insert_with(Task { n: 0 }, InsertOpts::new().max_attempts(1))
+        .await
+        .unwrap();
+    client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("both finished", async || {
+        count_in(&ctx, JobState::Discarded).await == 1
+            && count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    let bad = client.job_get(bad.id).await.unwrap().unwrap();
+    assert!(bad.errors[0].panic);
+    assert!(
+        bad.errors[0].error.contains("boom in worker"),
+        "{:?}",
+        bad.errors
+    );
+}
+
+/// Args that do not decode are an error on the job, retried and finally discarded, never a crash.
+pub async fn undecodable_args_are_recorded_and_finally_discarded<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let bad = InsertParams::new(
+        "task",
+        json!({"n": "not a number"}),
+        InsertOpts::new().max_attempts(2),
+    )
+    .unwrap();
+    let job = client.insert_many(&[bad]).await.unwrap().remove(0);
+    client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("bad job discarded", async || {
+        count_in(&ctx, JobState::Discarded).await == 1
+    })
+    .await;
+    wait_for("good job completed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!(job.errors.len(), 2);
+    assert!(
+        job.errors[0].error.contains("cannot decode args"),
+        "{:?}",
+        job.errors
+    );
+    assert_eq!(worker.total_runs(), 1, "the worker never saw the bad job");
+}
+
+/// A job of a kind this client has no worker for gets an error recorded and waits to be retried
+/// (by a client that knows the kind).
+pub async fn unknown_kind_is_recorded_and_retried_later<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(ScriptedWorker::ok())
+        .build()
+        .unwrap();
+    let stranger = InsertParams::new("stranger", json!({}), InsertOpts::new()).unwrap();
+    let mut conn = ctx.conn().await;
+    let job = Inserter::new(ctx.schema.clone())
+        .insert_many(&mut conn, &[stranger])
+        .await
+        .unwrap()
+        .remove(0);
+    client.start().await.unwrap();
+    wait_for("error recorded", async || {
+        client.job_get(job.id).await.unwrap().unwrap().errors.len() == 1
+    })
+    .await;
+    client.stop().await;
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    assert!(!job.state.is_final(), "{:?}", job.state);
+    assert!(
+        job.errors[0].error.contains("no worker"),
+        "{:?}",
+        job.errors
+    );
+}
+
+/// Jobs run in priority order, then by schedule, then by id.
+pub async fn jobs_run_by_priority_then_schedule_then_id<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&order);
+    let worker = ScriptedWorker::new(move |run| {
+        seen.lock().unwrap().push(run.n);
+        async { Ok(()) }
+    });
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .fetch_limit(1)
+        .worker(worker)
+        .build()
+        .unwrap();
+    let past = chrono::Utc::now() - chrono::TimeDelta::hours(1);
+    let jobs = [
+        (1, InsertOpts::new().priority(3)),
+        (2, InsertOpts::new().priority(1)),
+        (3, InsertOpts::new().priority(2)),
+        (4, InsertOpts::new().priority(1).scheduled_at(past)),
+        (5, InsertOpts::new().priority(1)),
+    ];
+    let params: Vec<_> = jobs
+        .into_iter()
+        .map(|(n, o)| InsertParams::from_args(&Task { n }, Some(o)).unwrap())
+        .collect();
+    client.insert_many(&params).await.unwrap();
+    client.start().await.unwrap();
+    wait_for("all done", async || {
+        count_in(&ctx, JobState::Completed).await == 5
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(*order.lock().unwrap(), [4, 2, 5, 3, 1]);
+}
+
+/// Subscribers get an event per finished attempt, with its kind and timings.
+pub async fn events_report_outcomes_with_timings<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::new(|run| async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if run.n == 1 {
+            Ok(())
+        } else {
+            Err(JobError::discard("no"))
+        }
+    });
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker)
+        .build()
+        .unwrap();
+    let mut events = client.subscribe();
+    client.start().await.unwrap();
+    client.insert(Task { n: 1 }).await.unwrap();
+    client.insert(Task { n: 2 }).await.unwrap();
+    let mut kinds = Vec::new();
+    for _ in 0..2 {
+        let e = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("event in time")
+            .expect("client alive");
+        assert!(e.run_time >= Duration::from_millis(20), "{:?}", e.run_time);
+        kinds.push((e.kind, e.job.state, e.error.clone()));
+    }
+    client.stop().await;
+    kinds.sort_by_key(|k| format!("{k:?}"));
+    assert_eq!(
+        kinds,
+        [
+            (EventKind::JobCompleted, JobState::Completed, None),
+            (EventKind::JobFailed, JobState::Discarded, Some("no".into())),
+        ]
+    );
+    assert_eq!(events.dropped(), 0);
+}
+
+/// A worker writing to a table completes its job inside the same transaction.
+struct TransactionalWorker<D: Driver> {
+    driver: D,
+    table: String,
+}
+
+impl<D: Driver> Worker<Task> for TransactionalWorker<D> {
+    async fn work(&self, job: &Job<Task>) -> Result<(), JobError> {
+        let mut conn = self.driver.acquire().await.map_err(JobError::retry)?;
+        let mut tx = conn.begin().await.map_err(JobError::retry)?;
+        tx.execute(
+            &Statement::new(format!("INSERT INTO {} VALUES ($1::bigint)", self.table))
+                .bind(job.id().0),
+        )
+        .await
+        .map_err(JobError::retry)?;
+        if !job.complete_in(&mut tx).await.map_err(JobError::retry)? {
+            return Err(JobError::retry("attempt superseded"));
+        }
+        tx.commit().await.map_err(JobError::retry)?;
+        Ok(())
+    }
+}
+
+/// A job completed inside the worker's own transaction is completed exactly when the worker's
+/// writes commit, and is not counted as superseded.
+pub async fn completion_inside_the_worker_transaction<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    ctx.script(
+        &ctx.schema
+            .render("CREATE TABLE {schema}.side (job_id bigint PRIMARY KEY)"),
+    )
+    .await;
+    let worker = TransactionalWorker {
+        driver: ctx.driver.clone(),
+        table: ctx.schema.render("{schema}.side"),
+    };
+    let client = test_client(&ctx)
+        .queue("default", 4)
+        .worker(worker)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    for n in 0..10 {
+        client.insert(Task { n }).await.unwrap();
+    }
+    wait_for("completed", async || {
+        count_in(&ctx, JobState::Completed).await == 10
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(ctx.count("side").await, 10);
+    assert_eq!(client.stats().superseded_results, 0);
+}

@@ -1,0 +1,154 @@
+//! A worker whose behaviour each scenario scripts, counting every execution, and the client
+//! settings scenarios use (short intervals so the suite stays fast).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use pgmill::driver::{Driver, Executor, Statement};
+use pgmill::{ClientBuilder, CompleterConfig, Job, JobArgs, JobError, JobId, JobState, Worker};
+use serde::{Deserialize, Serialize};
+
+use crate::TestContext;
+
+/// The args every scenario job carries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Task {
+    /// A number the script may look at.
+    pub n: i64,
+}
+
+impl JobArgs for Task {
+    const KIND: &'static str = "task";
+}
+
+/// What the script sees of a job.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The job id.
+    pub id: JobId,
+    /// The attempt being run.
+    pub attempt: i16,
+    /// The job's `n`.
+    pub n: i64,
+}
+
+type Script =
+    Arc<dyn Fn(Run) -> Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>> + Send + Sync>;
+
+/// Runs a script per job and counts executions per job id.
+#[derive(Clone)]
+pub struct ScriptedWorker {
+    script: Script,
+    runs: Arc<Mutex<HashMap<JobId, u32>>>,
+    timeout: Option<Duration>,
+    next_retry: Option<TimeDelta>,
+}
+
+impl std::fmt::Debug for ScriptedWorker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedWorker").finish_non_exhaustive()
+    }
+}
+
+impl ScriptedWorker {
+    /// A worker running `script` for every job; retries are immediate unless changed.
+    pub fn new<F, Fut>(script: F) -> Self
+    where
+        F: Fn(Run) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        ScriptedWorker {
+            script: Arc::new(move |run| Box::pin(script(run))),
+            runs: Arc::default(),
+            timeout: None,
+            next_retry: Some(TimeDelta::zero()),
+        }
+    }
+
+    /// A worker that completes every job at once.
+    pub fn ok() -> Self {
+        Self::new(|_| async { Ok(()) })
+    }
+
+    /// Sets the per-job timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Executions per job so far.
+    pub fn runs(&self) -> HashMap<JobId, u32> {
+        self.runs.lock().unwrap().clone()
+    }
+
+    /// Total executions so far.
+    pub fn total_runs(&self) -> u32 {
+        self.runs.lock().unwrap().values().sum()
+    }
+}
+
+impl Worker<Task> for ScriptedWorker {
+    async fn work(&self, job: &Job<Task>) -> Result<(), JobError> {
+        *self.runs.lock().unwrap().entry(job.id()).or_default() += 1;
+        (self.script)(Run {
+            id: job.id(),
+            attempt: job.attempt(),
+            n: job.args.n,
+        })
+        .await
+    }
+
+    fn timeout(&self, _job: &Job<Task>) -> Option<Duration> {
+        self.timeout
+    }
+
+    fn next_retry(&self, _job: &Job<Task>) -> Option<TimeDelta> {
+        self.next_retry
+    }
+}
+
+/// A client builder on the test's schema with intervals short enough for tests.
+pub fn test_client<D: Driver>(ctx: &TestContext<D>) -> ClientBuilder<D> {
+    let mut completer = CompleterConfig::default();
+    completer.linger = Duration::from_millis(1);
+    pgmill::Client::builder(ctx.driver.clone())
+        .schema(ctx.schema.clone())
+        .poll_interval(Duration::from_millis(50))
+        .completer(completer)
+}
+
+/// How many jobs are in each state.
+pub async fn state_counts<D: Driver>(ctx: &TestContext<D>) -> HashMap<JobState, i64> {
+    let rows = ctx
+        .conn()
+        .await
+        .query(&Statement::new(ctx.schema.render(
+            "SELECT state::text AS state, count(*) AS n FROM {schema}.pgmill_job GROUP BY 1",
+        )))
+        .await
+        .expect("count states");
+    rows.iter()
+        .map(|r| {
+            (
+                r.get::<String>("state").unwrap().parse().unwrap(),
+                r.get::<i64>("n").unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// How many jobs are in `state`.
+pub async fn count_in<D: Driver>(ctx: &TestContext<D>, state: JobState) -> i64 {
+    state_counts(ctx).await.get(&state).copied().unwrap_or(0)
+}
+
+/// Waits up to 60 s for `check`, panicking with `what` if it never holds.
+pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    if !crate::testdb::eventually(Duration::from_secs(60), async || check().await).await {
+        panic!("timed out waiting for: {what}");
+    }
+}
