@@ -35,6 +35,7 @@ mod ident;
 mod job;
 mod job_args;
 mod job_executor;
+mod maintenance;
 mod migrator;
 mod producer;
 mod query;
@@ -56,6 +57,10 @@ pub use job::{AttemptError, JobId, JobRow, JobState};
 pub use job_args::{
     DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE, InsertOpts, InsertParams, JobArgs,
     MIN_PRIORITY,
+};
+pub use maintenance::{
+    DEFAULT_SCHEDULER_INTERVAL, DEFAULT_SCHEDULER_LIMIT, JobScheduler, JobSchedulerConfig,
+    JobSchedulerRunOnceResult,
 };
 pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
 pub use worker::{BoxError, Job, JobError, Worker, Workers};

@@ -56,6 +56,10 @@ macro_rules! conformance_suite {
                 two_clients_share_work_without_running_a_job_twice,
                 superseded_attempt_reporting_late_changes_nothing, stop_start_cycles_are_safe,
             }
+            job_scheduler {
+                due_jobs_become_available_and_keep_their_time,
+                batches_are_bounded_and_repeated, client_runs_a_job_scheduled_ahead,
+            }
             client_admin {
                 get_returns_the_job_or_none, list_filters_and_paginates_with_a_cursor,
                 cancel_only_cancels_jobs_not_running,

@@ -9,6 +9,7 @@ use crate::driver::Driver;
 use crate::error::{Error, Result};
 use crate::ident::validate_name;
 use crate::job_args::JobArgs;
+use crate::maintenance::JobSchedulerConfig;
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
 use crate::worker::{Worker, Workers};
@@ -60,6 +61,8 @@ pub struct Config {
     pub event_buffer: usize,
     /// Refuse to insert kinds this client has no worker for (when it has workers). Default true.
     pub reject_unknown_kinds: bool,
+    /// The scheduler's settings (it runs while the client works queues).
+    pub scheduler: JobSchedulerConfig,
 }
 
 impl Default for Config {
@@ -75,6 +78,7 @@ impl Default for Config {
             completer: CompleterConfig::default(),
             event_buffer: DEFAULT_EVENT_BUFFER,
             reject_unknown_kinds: true,
+            scheduler: JobSchedulerConfig::default(),
         }
     }
 }
@@ -107,6 +111,9 @@ impl Config {
         }
         if self.job_timeout.is_some_and(|t| t.is_zero()) {
             return invalid("job_timeout must be positive (or None for no limit)".into());
+        }
+        if self.scheduler.interval.is_zero() || self.scheduler.limit == 0 {
+            return invalid("scheduler interval and limit must be positive".into());
         }
         if self.event_buffer == 0 {
             return invalid("event_buffer must be at least 1".into());
@@ -222,6 +229,12 @@ impl<D: Driver> ClientBuilder<D> {
     /// Sets the completer's settings.
     pub fn completer(mut self, completer: CompleterConfig) -> Self {
         self.config.completer = completer;
+        self
+    }
+
+    /// Sets the scheduler's settings.
+    pub fn scheduler(mut self, scheduler: JobSchedulerConfig) -> Self {
+        self.config.scheduler = scheduler;
         self
     }
 

@@ -26,6 +26,7 @@ use crate::event::{EventSender, Subscription};
 use crate::job::{JobId, JobRow};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
+use crate::maintenance::JobScheduler;
 use crate::migrator::{MigrateReport, Migrator};
 use crate::producer::Producer;
 use crate::query::{
@@ -78,6 +79,7 @@ struct ClientInner<D: Driver> {
 /// The tasks of a started client.
 struct Running {
     producers: Vec<Service>,
+    maintenance: Vec<Service>,
     completer: Service,
     kill: CancellationToken,
 }
@@ -199,7 +201,7 @@ impl<D: Driver> Client<D> {
     ///
     /// # Errors
     ///
-    /// None today; kept fallible for start-up checks.
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for bad maintenance settings.
     pub async fn start(&self) -> Result<()> {
         let mut running = self.inner.running.lock().await;
         if running.is_some() {
@@ -249,8 +251,31 @@ impl<D: Driver> Client<D> {
         }
         // The producers hold the only senders now: the completer ends after the last job.
         drop(executor);
+        let mut maintenance = Vec::new();
+        if !cfg.queues.is_empty() {
+            // Until leader election exists every working client runs the scheduler; its UPDATE
+            // skips rows another scheduler holds, so running it twice only costs a query.
+            let scheduler = JobScheduler::new(
+                self.inner.driver.clone(),
+                cfg.schema.clone(),
+                cfg.scheduler.clone(),
+            )?;
+            let wakers = self.inner.wakers.clone();
+            let service = Service::new();
+            service
+                .start(scheduler.run(service.token(), move |r| {
+                    for queue in r.num_jobs_by_queue.keys() {
+                        if let Some(w) = wakers.get(queue) {
+                            w.notify_one();
+                        }
+                    }
+                }))
+                .await;
+            maintenance.push(service);
+        }
         *running = Some(Running {
             producers,
+            maintenance,
             completer,
             kill,
         });
@@ -277,8 +302,8 @@ impl<D: Driver> Client<D> {
         if hard {
             running.kill.cancel();
         }
-        for p in &running.producers {
-            p.stop().await;
+        for s in running.maintenance.iter().chain(&running.producers) {
+            s.stop().await;
         }
         // Every sender is gone once the producers' jobs ended: the completer drains and ends.
         running.completer.token().cancel();

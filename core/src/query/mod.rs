@@ -46,6 +46,7 @@ queries! {
     JobInsertMany => "job/job_insert_many.sql",
     JobList => "job/job_list.sql",
     JobRetry => "job/job_retry.sql",
+    JobSchedule => "job/job_schedule.sql",
     JobSetStateIfRunningMany => "job/job_set_state_if_running_many.sql",
     MigrationDelete => "migration/migration_delete.sql",
     MigrationGetAll => "migration/migration_get_all.sql",

@@ -10,6 +10,7 @@ pub mod client_work;
 pub mod copy_in;
 pub mod error_sqlstate;
 pub mod host_transaction;
+pub mod job_scheduler;
 pub mod listener;
 pub mod migrator;
 pub mod row_decode;

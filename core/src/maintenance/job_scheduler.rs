@@ -1,0 +1,157 @@
+//! The scheduler: makes due `scheduled` and `retryable` jobs `available`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, debug, info_span, warn};
+
+use crate::driver::{Driver, Executor, FromRow, Row};
+use crate::error::{Error, Result};
+use crate::query::Query;
+use crate::schema::Schema;
+
+/// Default [`JobSchedulerConfig::interval`].
+pub const DEFAULT_SCHEDULER_INTERVAL: Duration = Duration::from_secs(1);
+/// Default [`JobSchedulerConfig::limit`].
+pub const DEFAULT_SCHEDULER_LIMIT: usize = 10_000;
+/// How long one pass's query may take.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings of the [`JobScheduler`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobSchedulerConfig {
+    /// Time between passes; also the look-ahead, so jobs due before the next pass are made
+    /// available in this one (keeping their `scheduled_at`). Default 1 s.
+    pub interval: Duration,
+    /// Most jobs one query moves; a full batch is followed by another at once. Default 10,000.
+    pub limit: usize,
+}
+
+impl Default for JobSchedulerConfig {
+    fn default() -> Self {
+        JobSchedulerConfig {
+            interval: DEFAULT_SCHEDULER_INTERVAL,
+            limit: DEFAULT_SCHEDULER_LIMIT,
+        }
+    }
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobSchedulerRunOnceResult {
+    /// Jobs made available, per queue.
+    pub num_jobs_by_queue: BTreeMap<String, i64>,
+}
+
+impl JobSchedulerRunOnceResult {
+    /// Jobs made available in all queues.
+    pub fn num_jobs_scheduled(&self) -> i64 {
+        self.num_jobs_by_queue.values().sum()
+    }
+}
+
+struct QueueCount {
+    queue: String,
+    num_jobs: i64,
+}
+
+impl FromRow for QueueCount {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(QueueCount {
+            queue: row.take("queue")?,
+            num_jobs: row.take("num_jobs")?,
+        })
+    }
+}
+
+/// Makes due scheduled and retryable jobs available, in bounded batches, looking ahead to its
+/// own next pass.
+#[derive(Debug, Clone)]
+pub struct JobScheduler<D: Driver> {
+    driver: D,
+    schema: Schema,
+    config: JobSchedulerConfig,
+}
+
+impl<D: Driver> JobScheduler<D> {
+    /// A scheduler for `schema`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for a zero interval or limit.
+    pub fn new(driver: D, schema: Schema, config: JobSchedulerConfig) -> Result<Self> {
+        if config.interval.is_zero() || config.limit == 0 {
+            return Err(Error::InvalidConfig(
+                "scheduler interval and limit must be positive".into(),
+            ));
+        }
+        Ok(JobScheduler {
+            driver,
+            schema,
+            config,
+        })
+    }
+
+    /// One pass: moves every due job (batch after batch while batches are full).
+    ///
+    /// # Errors
+    ///
+    /// The database error, or [`Error::Timeout`].
+    pub async fn run_once(&self) -> Result<JobSchedulerRunOnceResult> {
+        let mut result = JobSchedulerRunOnceResult::default();
+        let lookahead = TimeDelta::from_std(self.config.interval).unwrap_or(TimeDelta::zero());
+        loop {
+            let stmt = self
+                .schema
+                .statement(Query::JobSchedule)
+                .bind(lookahead.num_microseconds().unwrap_or(i64::MAX))
+                .bind(i64::try_from(self.config.limit).unwrap_or(i64::MAX));
+            let counts: Vec<QueueCount> = tokio::time::timeout(QUERY_TIMEOUT, async {
+                let mut conn = self.driver.acquire().await?;
+                conn.query_as(&stmt).await
+            })
+            .await
+            .map_err(|_| Error::Timeout("job scheduler query"))??;
+            let moved: i64 = counts.iter().map(|c| c.num_jobs).sum();
+            for c in counts {
+                *result.num_jobs_by_queue.entry(c.queue).or_default() += c.num_jobs;
+            }
+            if moved < i64::try_from(self.config.limit).unwrap_or(i64::MAX) {
+                return Ok(result);
+            }
+        }
+    }
+
+    /// Runs passes every interval until `stop`, calling `on_scheduled` with each pass's result.
+    pub(crate) async fn run(
+        self,
+        stop: CancellationToken,
+        on_scheduled: impl Fn(&JobSchedulerRunOnceResult) + Send,
+    ) {
+        async move {
+            loop {
+                match self.run_once().await {
+                    Ok(r) if r.num_jobs_scheduled() > 0 => {
+                        debug!(
+                            num_jobs_scheduled = r.num_jobs_scheduled(),
+                            "scheduled jobs"
+                        );
+                        on_scheduled(&r);
+                    }
+                    Ok(_) => {}
+                    Err(e) => warn!(error = %e, "job scheduler pass failed"),
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(self.config.interval) => {}
+                }
+            }
+        }
+        .instrument(info_span!("job_scheduler"))
+        .await
+    }
+}
