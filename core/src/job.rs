@@ -33,7 +33,7 @@ impl From<i64> for JobId {
 ///    │  ──> scheduled ─┐             │ ──> retryable ──(due)──> available
 ///    └──> pending      └─(due)──> available   └──> scheduled / available (snooze, interrupted)
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum JobState {

@@ -28,7 +28,15 @@ pub(crate) struct JobExecutor {
 impl JobExecutor {
     /// Runs `job` to an outcome and queues the outcome for the completer. `kill` interrupts the
     /// work (hard stop): the job goes back to available with its attempt given back.
-    pub(crate) async fn execute(&self, job: JobRow, kill: &CancellationToken) {
+    ///
+    /// `cancel` (a child of `kill`) is the job's own token: an operator cancelling the running job
+    /// cancels it, which drops the work and ends the job cancelled.
+    pub(crate) async fn execute(
+        &self,
+        job: JobRow,
+        kill: &CancellationToken,
+        cancel: &CancellationToken,
+    ) {
         let started = Instant::now();
         let outcome = match self.workers.get(&job.kind) {
             None => Outcome::Retry {
@@ -40,16 +48,19 @@ impl JobExecutor {
                 panic: false,
             },
             Some(worker) => {
-                let cancel = kill.child_token();
                 let run = worker.run(
                     job.clone(),
                     self.schema.clone(),
-                    cancel,
+                    cancel.clone(),
                     self.default_timeout,
                 );
                 tokio::select! {
+                    biased;
                     result = run => self.outcome(&job, result),
                     () = kill.cancelled() => Outcome::Interrupt,
+                    () = cancel.cancelled() => Outcome::Cancel {
+                        error: "cancelled by an operator while running".to_owned(),
+                    },
                 }
             }
         };

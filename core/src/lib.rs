@@ -28,6 +28,7 @@
 
 mod client;
 mod completer;
+mod debouncer;
 pub mod driver;
 mod error;
 mod event;
@@ -37,6 +38,7 @@ mod job_args;
 mod job_executor;
 mod maintenance;
 mod migrator;
+mod notifier;
 mod producer;
 mod query;
 mod retry_policy;
@@ -46,7 +48,8 @@ mod worker;
 
 pub use client::{
     Client, ClientBuilder, ClientStats, Config, DEFAULT_EVENT_BUFFER, DEFAULT_FETCH_LIMIT,
-    DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, Inserter, MAX_WORKERS_PER_QUEUE, QueueConfig,
+    DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, DEFAULT_QUEUE_REFRESH_INTERVAL, Inserter,
+    MAX_WORKERS_PER_QUEUE, QueueConfig,
 };
 pub use completer::{
     CompleterConfig, DEFAULT_AVAILABLE_WITHIN, DEFAULT_COMPLETER_BUFFER, DEFAULT_COMPLETER_LINGER,
@@ -65,11 +68,12 @@ pub use maintenance::{
 pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
 pub use worker::{BoxError, Job, JobError, Worker, Workers};
 
+pub use debouncer::DEFAULT_INSERT_NOTIFY_COOLDOWN;
 pub use error::{
     DbError, DbErrorKind, Error, Result, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
     SQLSTATE_SERIALIZATION_FAILURE, SQLSTATE_UNIQUE_VIOLATION,
 };
 pub use ident::{MAX_NAME_LEN, MAX_SCHEMA_LEN, quote_ident, validate_name, validate_schema_name};
 pub use migrator::{Direction, MigrateReport, MigrationStatus, Migrator};
-pub use query::{JobListPage, JobListParams, MigrationRow};
+pub use query::{JobListPage, JobListParams, MigrationRow, QueueRow};
 pub use schema::{SCHEMA_MARKER, Schema};

@@ -1,21 +1,82 @@
 //! One producer per queue: fetches jobs into free worker slots and runs them.
 //!
 //! A fetch claims `min(free slots, fetch limit)` jobs in one statement. The producer fetches when
-//! woken (an insert by this process, a finished job freeing a slot) or when the poll timer fires
-//! (with jitter), and again at once after a full batch. It never abandons a fetch midway: stop
-//! signals are only looked at between fetches, so no claimed row is left stranded.
+//! woken (an insert notification, an insert by this process, a finished job freeing a slot, a
+//! resume) or when the poll timer fires (with jitter), and again at once after a full batch. It
+//! never abandons a fetch midway: stop signals are only looked at between fetches, so no claimed
+//! row is left stranded.
+//!
+//! The producer registers its queue in `pgmill_queue` at start (starting paused if the queue is
+//! paused) and refreshes the row periodically. Pause, resume and cancel arrive through the
+//! notifier; in poll-only mode the producer reads them on every poll instead.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::Rng;
 use tokio::sync::{Notify, Semaphore};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::driver::Driver;
+use crate::driver::{Driver, Executor};
+use crate::job::JobId;
 use crate::job_executor::JobExecutor;
-use crate::query::job_get_available;
+use crate::query::{
+    IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
+};
+
+/// What the rest of the client shares with one queue's producer.
+#[derive(Debug, Default)]
+pub(crate) struct QueueHandle {
+    wake: Notify,
+    paused: AtomicBool,
+    resync: AtomicBool,
+    running: Mutex<HashMap<JobId, CancellationToken>>,
+}
+
+impl QueueHandle {
+    /// Asks the producer to fetch now.
+    pub(crate) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Pauses or resumes fetching (running jobs are not touched).
+    pub(crate) fn set_paused(&self, paused: bool) {
+        if self.paused.swap(paused, Ordering::SeqCst) != paused {
+            info!(paused, "queue pause state changed");
+        }
+        self.wake();
+    }
+
+    pub(crate) fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::SeqCst)
+    }
+
+    /// Asks the producer to re-read its queue's state and fetch (after a listener reconnect).
+    pub(crate) fn request_resync(&self) {
+        self.resync.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// Cancels a job running in this producer, if it is.
+    pub(crate) fn cancel_job(&self, id: JobId) {
+        if let Some(token) = self.lock_running().get(&id) {
+            info!(job_id = id.0, "cancelling a running job on request");
+            token.cancel();
+        }
+    }
+
+    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, CancellationToken>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn running_ids(&self) -> Vec<JobId> {
+        self.lock_running().keys().copied().collect()
+    }
+}
 
 pub(crate) struct Producer<D: Driver> {
     pub(crate) driver: D,
@@ -24,8 +85,10 @@ pub(crate) struct Producer<D: Driver> {
     pub(crate) max_workers: usize,
     pub(crate) fetch_limit: usize,
     pub(crate) poll_interval: Duration,
+    pub(crate) poll_only: bool,
+    pub(crate) refresh_interval: Duration,
     pub(crate) executor: JobExecutor,
-    pub(crate) wake: Arc<Notify>,
+    pub(crate) handle: Arc<QueueHandle>,
 }
 
 impl<D: Driver> Producer<D> {
@@ -36,24 +99,41 @@ impl<D: Driver> Producer<D> {
         async move {
             let slots = Arc::new(Semaphore::new(self.max_workers));
             let mut backoff = Duration::from_millis(100);
+            self.refresh().await;
+            let mut last_refresh = Instant::now();
             while !stop.is_cancelled() {
-                match self.fill_slots(&slots, &kill).await {
-                    Ok(()) => backoff = Duration::from_millis(100),
-                    Err(e) => {
-                        warn!(error = %e, "fetch failed; backing off");
-                        tokio::select! {
-                            () = stop.cancelled() => break,
-                            () = tokio::time::sleep(backoff) => {}
+                if self.handle.resync.swap(false, Ordering::SeqCst) {
+                    self.refresh().await;
+                    self.check_cancel_requests().await;
+                    last_refresh = Instant::now();
+                }
+                if !self.handle.is_paused() {
+                    match self.fill_slots(&slots, &kill).await {
+                        Ok(()) => backoff = Duration::from_millis(100),
+                        Err(e) => {
+                            warn!(error = %e, "fetch failed; backing off");
+                            tokio::select! {
+                                () = stop.cancelled() => break,
+                                () = tokio::time::sleep(backoff) => {}
+                            }
+                            backoff = (backoff * 2).min(Duration::from_secs(5));
+                            continue;
                         }
-                        backoff = (backoff * 2).min(Duration::from_secs(5));
-                        continue;
                     }
                 }
                 let jitter = rand::rng().random_range(0.0..0.1) * self.poll_interval.as_secs_f64();
-                tokio::select! {
+                let timer = tokio::select! {
                     () = stop.cancelled() => break,
-                    () = self.wake.notified() => {}
-                    () = tokio::time::sleep(self.poll_interval + Duration::from_secs_f64(jitter)) => {}
+                    () = self.handle.wake.notified() => false,
+                    () = tokio::time::sleep(self.poll_interval + Duration::from_secs_f64(jitter)) => true,
+                };
+                if timer && self.poll_only {
+                    self.refresh().await;
+                    self.check_cancel_requests().await;
+                    last_refresh = Instant::now();
+                } else if last_refresh.elapsed() >= self.refresh_interval {
+                    self.refresh().await;
+                    last_refresh = Instant::now();
                 }
             }
             // Wait for every job this producer started.
@@ -65,7 +145,42 @@ impl<D: Driver> Producer<D> {
         .await
     }
 
-    /// Fetches into free slots until the queue runs dry or no slot is free.
+    /// Registers or refreshes the queue row and adopts its pause state. Failures keep the state.
+    async fn refresh(&self) {
+        let result = async {
+            let mut conn = self.driver.acquire().await?;
+            conn.query_opt::<QueueUpsertRow>(&queue_upsert(self.executor.schema_ref(), &self.queue))
+                .await
+        }
+        .await;
+        match result {
+            Ok(Some(row)) => self.handle.set_paused(row.paused_at.is_some()),
+            Ok(None) => {}
+            Err(e) => warn!(error = %e, "cannot refresh the queue row"),
+        }
+    }
+
+    /// Cancels running jobs an operator asked to cancel (when notifications may have been missed).
+    async fn check_cancel_requests(&self) {
+        let ids = self.handle.running_ids();
+        if ids.is_empty() {
+            return;
+        }
+        let result = async {
+            let mut conn = self.driver.acquire().await?;
+            conn.query_as::<IdRow>(&job_get_cancel_requested(self.executor.schema_ref(), &ids))
+                .await
+        }
+        .await;
+        match result {
+            Ok(rows) => rows
+                .into_iter()
+                .for_each(|IdRow(id)| self.handle.cancel_job(id)),
+            Err(e) => warn!(error = %e, "cannot check for cancel requests"),
+        }
+    }
+
+    /// Fetches into free slots until the queue runs dry, no slot is free, or it is paused.
     async fn fill_slots(
         &self,
         slots: &Arc<Semaphore>,
@@ -73,7 +188,7 @@ impl<D: Driver> Producer<D> {
     ) -> crate::Result<()> {
         loop {
             let free = slots.available_permits();
-            if free == 0 {
+            if free == 0 || self.handle.is_paused() {
                 return Ok(());
             }
             let limit = free.min(self.fetch_limit);
@@ -93,13 +208,17 @@ impl<D: Driver> Producer<D> {
                 let permit = Arc::clone(slots)
                     .try_acquire_owned()
                     .expect("a slot is free for every fetched job");
+                let cancel = kill.child_token();
+                self.handle.lock_running().insert(job.id, cancel.clone());
                 let executor = self.executor.clone();
                 let kill = kill.clone();
-                let wake = Arc::clone(&self.wake);
+                let handle = Arc::clone(&self.handle);
                 tokio::spawn(async move {
-                    executor.execute(job, &kill).await;
+                    let id = job.id;
+                    executor.execute(job, &kill, &cancel).await;
+                    handle.lock_running().remove(&id);
                     drop(permit);
-                    wake.notify_one();
+                    handle.wake();
                 });
             }
             if fetched < limit {

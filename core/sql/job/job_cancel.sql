@@ -1,5 +1,7 @@
--- Cancels a job that is not running and not already finalized; returns the job either way
--- (unchanged when it could not be cancelled).
+-- Cancels a job. One not running (available, scheduled, pending, retryable) is cancelled at once;
+-- a running one is marked with metadata.cancel_attempted_at, and its client, told through the
+-- control channel (or polling), stops the work; its outcome then ends it cancelled. Final jobs are
+-- left alone. Returns the job afterwards.
 -- $1: job id
 -- $2: the error recorded with the cancellation (a JSON object; its "at" is set to now())
 WITH target AS (
@@ -7,11 +9,20 @@ WITH target AS (
 ),
 updated AS (
     UPDATE {schema}.pgmill_job AS j
-    SET state = 'cancelled',
-        finalized_at = now(),
-        errors = array_append(j.errors, $2::jsonb || jsonb_build_object('at', now()))
+    SET state = CASE WHEN j.state = 'running' THEN j.state ELSE 'cancelled' END,
+        finalized_at = CASE WHEN j.state = 'running' THEN NULL ELSE now() END,
+        errors = CASE
+            WHEN j.state = 'running' THEN j.errors
+            ELSE array_append(j.errors, $2::jsonb || jsonb_build_object('at', now()))
+        END,
+        metadata = CASE
+            WHEN j.state = 'running'
+                THEN j.metadata || jsonb_build_object('cancel_attempted_at', now())
+            ELSE j.metadata
+        END
     FROM target
-    WHERE j.id = target.id AND j.state IN ('available', 'scheduled', 'pending', 'retryable')
+    WHERE j.id = target.id
+        AND j.state IN ('available', 'scheduled', 'pending', 'retryable', 'running')
     RETURNING j.*
 )
 SELECT j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,

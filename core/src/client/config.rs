@@ -24,6 +24,8 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default [`Config::event_buffer`].
 pub const DEFAULT_EVENT_BUFFER: usize = 1_024;
+/// Default [`Config::queue_refresh_interval`].
+pub const DEFAULT_QUEUE_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 /// Most workers one queue may run at once.
 pub const MAX_WORKERS_PER_QUEUE: usize = 10_000;
 
@@ -63,6 +65,16 @@ pub struct Config {
     pub reject_unknown_kinds: bool,
     /// The scheduler's settings (it runs while the client works queues).
     pub scheduler: JobSchedulerConfig,
+    /// Never listen for notifications; only poll. Jobs are picked up within the poll interval,
+    /// pause, resume and cancel within the poll interval too. Automatic when the driver has no
+    /// listener. Default false.
+    pub poll_only: bool,
+    /// Insert notifications are sent at most once per queue per this cooldown; `None` sends none.
+    /// Default 100 ms.
+    pub insert_notify_cooldown: Option<Duration>,
+    /// How often a producer refreshes its queue's row (and re-reads its pause state) when
+    /// notifications are on. Default 30 s.
+    pub queue_refresh_interval: Duration,
 }
 
 impl Default for Config {
@@ -79,6 +91,9 @@ impl Default for Config {
             event_buffer: DEFAULT_EVENT_BUFFER,
             reject_unknown_kinds: true,
             scheduler: JobSchedulerConfig::default(),
+            poll_only: false,
+            insert_notify_cooldown: Some(crate::debouncer::DEFAULT_INSERT_NOTIFY_COOLDOWN),
+            queue_refresh_interval: DEFAULT_QUEUE_REFRESH_INTERVAL,
         }
     }
 }
@@ -114,6 +129,9 @@ impl Config {
         }
         if self.scheduler.interval.is_zero() || self.scheduler.limit == 0 {
             return invalid("scheduler interval and limit must be positive".into());
+        }
+        if self.queue_refresh_interval.is_zero() {
+            return invalid("queue_refresh_interval must be positive".into());
         }
         if self.event_buffer == 0 {
             return invalid("event_buffer must be at least 1".into());
@@ -229,6 +247,18 @@ impl<D: Driver> ClientBuilder<D> {
     /// Sets the completer's settings.
     pub fn completer(mut self, completer: CompleterConfig) -> Self {
         self.config.completer = completer;
+        self
+    }
+
+    /// Only polls, never listens.
+    pub fn poll_only(mut self, poll_only: bool) -> Self {
+        self.config.poll_only = poll_only;
+        self
+    }
+
+    /// Sets the insert notification cooldown (`None`: send none).
+    pub fn insert_notify_cooldown(mut self, cooldown: Option<Duration>) -> Self {
+        self.config.insert_notify_cooldown = cooldown;
         self
     }
 

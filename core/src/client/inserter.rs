@@ -3,12 +3,14 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
+use crate::debouncer::{DEFAULT_INSERT_NOTIFY_COOLDOWN, Debouncer};
 use crate::driver::{BlockingExecutor, BlockingTransaction, Executor, Transaction};
 use crate::error::{Error, Result};
 use crate::job::JobRow;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
-use crate::query::{job_copy_available, job_insert_many};
+use crate::query::{job_copy_available, job_insert_many, job_notify_insert};
 use crate::schema::Schema;
 
 /// Rows per multi-row INSERT in the bulk path's fallback.
@@ -36,27 +38,77 @@ const BULK_COPY_CHUNK: usize = 100_000;
 /// # Ok(())
 /// # }
 /// ```
+///
+/// # Notifications
+///
+/// After inserting jobs that are due now, the inserter sends one notification per queue on the
+/// same executor, so inside a transaction it is delivered at commit and never after a rollback.
+/// Listening producers then start the jobs within milliseconds. At most one notification per queue
+/// is sent per cooldown (default 100 ms) by one inserter and its clones, however many jobs are
+/// inserted; none for scheduled or pending jobs. (Notifications serialise committing transactions
+/// in Postgres, which is why they are debounced.)
 #[derive(Debug, Clone)]
 pub struct Inserter {
     schema: Schema,
     known_kinds: Option<Arc<BTreeSet<String>>>,
+    notify: Option<Arc<Debouncer>>,
 }
 
 impl Inserter {
-    /// An inserter into `schema` that accepts any kind.
+    /// An inserter into `schema` that accepts any kind and notifies listeners.
     pub fn new(schema: Schema) -> Self {
         Inserter {
             schema,
             known_kinds: None,
+            notify: Some(Arc::new(Debouncer::new(DEFAULT_INSERT_NOTIFY_COOLDOWN))),
         }
     }
 
+    /// Sends insert notifications at most once per queue per `cooldown`; `None` sends none
+    /// (listeners then pick up jobs on their next poll).
+    pub fn with_notify_cooldown(mut self, cooldown: Option<Duration>) -> Self {
+        self.notify = cooldown.map(|c| Arc::new(Debouncer::new(c)));
+        self
+    }
+
     /// An inserter that refuses kinds outside `kinds`.
-    pub(crate) fn with_known_kinds(schema: Schema, kinds: BTreeSet<String>) -> Self {
-        Inserter {
-            schema,
-            known_kinds: Some(Arc::new(kinds)),
+    pub(crate) fn with_known_kinds(mut self, kinds: BTreeSet<String>) -> Self {
+        self.known_kinds = Some(Arc::new(kinds));
+        self
+    }
+
+    /// The queues to notify about `params`, after the debouncer.
+    fn queues_to_notify<'a>(&self, params: impl Iterator<Item = &'a InsertParams>) -> Vec<String> {
+        let Some(debouncer) = &self.notify else {
+            return Vec::new();
+        };
+        let due: BTreeSet<&str> = params
+            .filter(|p| p.is_due_now())
+            .map(InsertParams::queue)
+            .collect();
+        due.into_iter()
+            .filter(|q| debouncer.try_fire(q))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    async fn notify<E: Executor>(&self, exec: &mut E, queues: Vec<String>) -> Result<()> {
+        if !queues.is_empty() {
+            exec.execute(&job_notify_insert(&self.schema, queues))
+                .await?;
         }
+        Ok(())
+    }
+
+    fn notify_blocking<E: BlockingExecutor>(
+        &self,
+        exec: &mut E,
+        queues: Vec<String>,
+    ) -> Result<()> {
+        if !queues.is_empty() {
+            exec.execute(&job_notify_insert(&self.schema, queues))?;
+        }
+        Ok(())
     }
 
     /// The schema inserted into.
@@ -101,7 +153,9 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<JobRow> {
         let p = self.one(&args, opts.into())?;
-        first(exec.query_as(&job_insert_many(&self.schema, &p)).await?)
+        let job = first(exec.query_as(&job_insert_many(&self.schema, &p)).await?)?;
+        self.notify(exec, self.queues_to_notify(p.iter())).await?;
+        Ok(job)
     }
 
     /// Inserts many jobs in one round trip and returns them in input order.
@@ -122,6 +176,8 @@ impl Inserter {
             .query_as(&job_insert_many(&self.schema, params))
             .await?;
         rows.sort_by_key(|r| r.id);
+        self.notify(exec, self.queues_to_notify(params.iter()))
+            .await?;
         Ok(rows)
     }
 
@@ -158,6 +214,8 @@ impl Inserter {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
             inserted += tx.execute(&job_insert_many(&self.schema, &chunk)).await?;
         }
+        self.notify(&mut tx, self.queues_to_notify(params.iter()))
+            .await?;
         tx.commit().await?;
         Ok(inserted)
     }
@@ -187,7 +245,9 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<JobRow> {
         let p = self.one(&args, opts.into())?;
-        first(exec.query_as(&job_insert_many(&self.schema, &p))?)
+        let job = first(exec.query_as(&job_insert_many(&self.schema, &p))?)?;
+        self.notify_blocking(exec, self.queues_to_notify(p.iter()))?;
+        Ok(job)
     }
 
     /// [`Inserter::insert_many`] on a blocking executor.
@@ -206,6 +266,7 @@ impl Inserter {
         }
         let mut rows: Vec<JobRow> = exec.query_as(&job_insert_many(&self.schema, params))?;
         rows.sort_by_key(|r| r.id);
+        self.notify_blocking(exec, self.queues_to_notify(params.iter()))?;
         Ok(rows)
     }
 
@@ -228,6 +289,7 @@ impl Inserter {
         for chunk in params.chunks(BULK_INSERT_CHUNK) {
             inserted += tx.execute(&job_insert_many(&self.schema, chunk))?;
         }
+        self.notify_blocking(&mut tx, self.queues_to_notify(params.iter()))?;
         tx.commit()?;
         Ok(inserted)
     }

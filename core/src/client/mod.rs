@@ -5,7 +5,7 @@ mod inserter;
 
 pub use config::{
     ClientBuilder, Config, DEFAULT_EVENT_BUFFER, DEFAULT_FETCH_LIMIT, DEFAULT_JOB_TIMEOUT,
-    DEFAULT_POLL_INTERVAL, MAX_WORKERS_PER_QUEUE, QueueConfig,
+    DEFAULT_POLL_INTERVAL, DEFAULT_QUEUE_REFRESH_INTERVAL, MAX_WORKERS_PER_QUEUE, QueueConfig,
 };
 pub use inserter::Inserter;
 
@@ -14,24 +14,29 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use chrono::{DateTime, Utc};
 use serde_json::json;
-use tokio::sync::{Mutex, Notify, mpsc};
+use tokio::sync::{Mutex, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::completer::{BatchCompleter, CompleterStats};
-use crate::driver::{Driver, Executor};
+use crate::driver::{Driver, Executor, Transaction};
 use crate::error::Result;
 use crate::event::{EventSender, Subscription};
+use crate::ident::validate_name;
+use crate::job::JobState;
 use crate::job::{JobId, JobRow};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
 use crate::maintenance::JobScheduler;
 use crate::migrator::{MigrateReport, Migrator};
-use crate::producer::Producer;
+use crate::notifier::{ControlMessage, NotificationRouter, Notifier};
+use crate::producer::{Producer, QueueHandle};
 use crate::query::{
-    JobListPage, JobListParams, job_cancel, job_delete, job_get_by_id, job_list, job_list_page,
-    job_retry,
+    JobListPage, JobListParams, QueueName, QueueRow, job_cancel, job_delete, job_get_by_id,
+    job_list, job_list_page, job_notify_insert, job_release_pending, job_retry,
+    queue_control_notify, queue_list, queue_pause, queue_resume,
 };
 use crate::schema::Schema;
 use crate::service::Service;
@@ -72,7 +77,7 @@ struct ClientInner<D: Driver> {
     inserter: Inserter,
     events: Arc<EventSender>,
     stats: Arc<CompleterStats>,
-    wakers: HashMap<String, Arc<Notify>>,
+    queues: HashMap<String, Arc<QueueHandle>>,
     running: Mutex<Option<Running>>,
 }
 
@@ -120,14 +125,15 @@ impl<D: Driver> Client<D> {
         workers: Workers,
         known_kinds: Option<BTreeSet<String>>,
     ) -> Self {
-        let inserter = match known_kinds {
-            Some(kinds) => Inserter::with_known_kinds(config.schema.clone(), kinds),
-            None => Inserter::new(config.schema.clone()),
-        };
-        let wakers = config
+        let mut inserter = Inserter::new(config.schema.clone())
+            .with_notify_cooldown(config.insert_notify_cooldown);
+        if let Some(kinds) = known_kinds {
+            inserter = inserter.with_known_kinds(kinds);
+        }
+        let queues = config
             .queues
             .keys()
-            .map(|q| (q.clone(), Arc::new(Notify::new())))
+            .map(|q| (q.clone(), Arc::new(QueueHandle::default())))
             .collect();
         Client {
             inner: Arc::new(ClientInner {
@@ -138,7 +144,7 @@ impl<D: Driver> Client<D> {
                 config,
                 workers,
                 inserter,
-                wakers,
+                queues,
                 running: Mutex::new(None),
             }),
         }
@@ -240,8 +246,10 @@ impl<D: Driver> Client<D> {
                 max_workers: q.max_workers,
                 fetch_limit: cfg.fetch_limit,
                 poll_interval: cfg.poll_interval,
+                poll_only: self.poll_only(),
+                refresh_interval: cfg.queue_refresh_interval,
                 executor: executor.clone(),
-                wake: Arc::clone(&self.inner.wakers[queue]),
+                handle: Arc::clone(&self.inner.queues[queue]),
             };
             let service = Service::new();
             service
@@ -260,18 +268,31 @@ impl<D: Driver> Client<D> {
                 cfg.schema.clone(),
                 cfg.scheduler.clone(),
             )?;
-            let wakers = self.inner.wakers.clone();
+            let queues = self.inner.queues.clone();
             let service = Service::new();
             service
                 .start(scheduler.run(service.token(), move |r| {
                     for queue in r.num_jobs_by_queue.keys() {
-                        if let Some(w) = wakers.get(queue) {
-                            w.notify_one();
+                        if let Some(h) = queues.get(queue) {
+                            h.wake();
                         }
                     }
                 }))
                 .await;
             maintenance.push(service);
+            if !self.poll_only() {
+                let notifier = Notifier {
+                    driver: self.inner.driver.clone(),
+                    schema: cfg.schema.clone(),
+                    router: NotificationRouter {
+                        queues: self.inner.queues.clone(),
+                        on_leadership: None,
+                    },
+                };
+                let service = Service::new();
+                service.start(notifier.run(service.token())).await;
+                maintenance.push(service);
+            }
         }
         *running = Some(Running {
             producers,
@@ -311,9 +332,14 @@ impl<D: Driver> Client<D> {
         info!(client_id = %self.inner.id, hard, "client stopped");
     }
 
+    /// True when this client only polls: configured so, or the driver has no listener.
+    pub fn poll_only(&self) -> bool {
+        self.inner.config.poll_only || !self.inner.driver.supports_listener()
+    }
+
     fn wake(&self, queue: &str) {
-        if let Some(n) = self.inner.wakers.get(queue) {
-            n.notify_one();
+        if let Some(h) = self.inner.queues.get(queue) {
+            h.wake();
         }
     }
 
@@ -399,16 +425,135 @@ impl<D: Driver> Client<D> {
         Ok(job_list_page(jobs, params))
     }
 
-    /// Cancels a job that is not running (available, scheduled, pending or retryable). Returns the
-    /// job as it is afterwards (unchanged if it was running or already final), `None` if missing.
+    /// Cancels a job from any process. A job not running (available, scheduled, pending,
+    /// retryable) is cancelled at once. A running job is marked and its client told (through the
+    /// control channel, or its next poll), which drops the job's work; the job then ends
+    /// `cancelled`, even if its worker returns an error. Final jobs are left alone. Returns the job
+    /// afterwards (still `running` while its client stops it), `None` if missing.
     ///
     /// # Errors
     ///
     /// The database error.
     pub async fn job_cancel(&self, id: JobId) -> Result<Option<JobRow>> {
         let mut conn = self.inner.driver.acquire().await?;
+        let mut tx = conn.begin().await?;
         let error = json!({"attempt": 0, "error": "cancelled by an operator", "panic": false});
-        conn.query_opt(&job_cancel(self.schema(), id, error)).await
+        let job: Option<JobRow> = tx.query_opt(&job_cancel(self.schema(), id, error)).await?;
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Running) {
+            let msg = ControlMessage::Cancel {
+                job_id: j.id,
+                queue: j.queue.clone(),
+            };
+            tx.execute(&queue_control_notify(self.schema(), &json!(msg)))
+                .await?;
+        }
+        tx.commit().await?;
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Running)
+            && let Some(h) = self.inner.queues.get(&j.queue)
+        {
+            h.cancel_job(j.id);
+        }
+        Ok(job)
+    }
+
+    /// Moves a pending job to available now, or to scheduled when `at` is in the future; other
+    /// states are left alone. Returns the job afterwards, `None` if missing.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn job_release(
+        &self,
+        id: JobId,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<Option<JobRow>> {
+        let mut conn = self.inner.driver.acquire().await?;
+        let job: Option<JobRow> = conn
+            .query_opt(&job_release_pending(self.schema(), id, at))
+            .await?;
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Available) {
+            let queues = vec![j.queue.clone()];
+            conn.execute(&job_notify_insert(self.schema(), queues))
+                .await?;
+            self.wake(&j.queue);
+        }
+        Ok(job)
+    }
+
+    /// Every queue registered in the schema, by name, with job counts by state.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn queue_list(&self) -> Result<Vec<QueueRow>> {
+        let mut conn = self.inner.driver.acquire().await?;
+        conn.query_as(&queue_list(self.schema(), None, 10_000))
+            .await
+    }
+
+    /// One queue with its job counts by state, `None` if no producer registered it yet.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn queue_get(&self, name: &str) -> Result<Option<QueueRow>> {
+        let mut conn = self.inner.driver.acquire().await?;
+        conn.query_opt(&queue_list(self.schema(), Some(name), 1))
+            .await
+    }
+
+    /// Pauses a queue in every process (`*`: every queue): it fetches nothing more while its
+    /// running jobs finish. Persisted, so producers starting later start paused. Returns the
+    /// queues paused.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for a bad name; the database error.
+    pub async fn queue_pause(&self, queue: &str) -> Result<Vec<String>> {
+        self.queue_control(queue, true).await
+    }
+
+    /// Resumes a paused queue in every process (`*`: every queue). Returns the queues resumed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::queue_pause`].
+    pub async fn queue_resume(&self, queue: &str) -> Result<Vec<String>> {
+        self.queue_control(queue, false).await
+    }
+
+    async fn queue_control(&self, queue: &str, pause: bool) -> Result<Vec<String>> {
+        if queue != "*" {
+            validate_name("queue", queue)?;
+        }
+        let mut conn = self.inner.driver.acquire().await?;
+        let mut tx = conn.begin().await?;
+        let (stmt, msg) = if pause {
+            (
+                queue_pause(self.schema(), queue),
+                ControlMessage::Pause {
+                    queue: queue.to_owned(),
+                },
+            )
+        } else {
+            (
+                queue_resume(self.schema(), queue),
+                ControlMessage::Resume {
+                    queue: queue.to_owned(),
+                },
+            )
+        };
+        let names: Vec<QueueName> = tx.query_as(&stmt).await?;
+        tx.execute(&queue_control_notify(self.schema(), &json!(msg)))
+            .await?;
+        tx.commit().await?;
+        // This process's own producers need no round trip through the listener.
+        for (name, h) in &self.inner.queues {
+            if queue == "*" || name == queue {
+                h.set_paused(pause);
+            }
+        }
+        Ok(names.into_iter().map(|QueueName(n)| n).collect())
     }
 
     /// Makes a job that is not running available now, with one more attempt if it used them up.

@@ -243,6 +243,33 @@ pub(crate) fn job_retry(schema: &Schema, id: JobId) -> Statement {
     schema.statement(Query::JobRetry).bind(id.0)
 }
 
+pub(crate) fn job_release_pending(
+    schema: &Schema,
+    id: JobId,
+    at: Option<DateTime<Utc>>,
+) -> Statement {
+    schema
+        .statement(Query::JobReleasePending)
+        .bind(id.0)
+        .bind(at)
+}
+
+/// One job id in a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IdRow(pub(crate) JobId);
+
+impl FromRow for IdRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(IdRow(JobId(row.take("id")?)))
+    }
+}
+
+pub(crate) fn job_get_cancel_requested(schema: &Schema, ids: &[JobId]) -> Statement {
+    schema
+        .statement(Query::JobGetCancelRequested)
+        .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>())
+}
+
 pub(crate) fn job_delete(schema: &Schema, id: JobId) -> Statement {
     schema.statement(Query::JobDelete).bind(id.0)
 }

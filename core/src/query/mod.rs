@@ -3,16 +3,22 @@
 
 mod job;
 mod migration;
+mod queue;
 
-pub use job::{JobListPage, JobListParams};
 pub(crate) use job::{
-    SetStateParams, SetStateResult, job_cancel, job_copy_available, job_delete, job_get_available,
-    job_get_by_id, job_insert_many, job_list, job_list_page, job_retry,
-    job_set_state_if_running_many,
+    IdRow, SetStateParams, SetStateResult, job_cancel, job_copy_available, job_delete,
+    job_get_available, job_get_by_id, job_get_cancel_requested, job_insert_many, job_list,
+    job_list_page, job_release_pending, job_retry, job_set_state_if_running_many,
 };
+pub use job::{JobListPage, JobListParams};
 pub use migration::MigrationRow;
 pub(crate) use migration::{
     migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,
+};
+pub use queue::QueueRow;
+pub(crate) use queue::{
+    QueueName, QueueUpsertRow, job_notify_insert, queue_control_notify, queue_list, queue_pause,
+    queue_resume, queue_upsert,
 };
 
 macro_rules! queries {
@@ -42,12 +48,20 @@ queries! {
     JobCopyAvailable => "job/job_copy_available.sql",
     JobDelete => "job/job_delete.sql",
     JobGetAvailable => "job/job_get_available.sql",
+    JobGetCancelRequested => "job/job_get_cancel_requested.sql",
     JobGetById => "job/job_get_by_id.sql",
     JobInsertMany => "job/job_insert_many.sql",
     JobList => "job/job_list.sql",
+    JobNotifyInsert => "job/job_notify_insert.sql",
+    JobReleasePending => "job/job_release_pending.sql",
     JobRetry => "job/job_retry.sql",
     JobSchedule => "job/job_schedule.sql",
     JobSetStateIfRunningMany => "job/job_set_state_if_running_many.sql",
+    QueueControlNotify => "queue/queue_control_notify.sql",
+    QueueList => "queue/queue_list.sql",
+    QueuePause => "queue/queue_pause.sql",
+    QueueResume => "queue/queue_resume.sql",
+    QueueUpsert => "queue/queue_upsert.sql",
     MigrationDelete => "migration/migration_delete.sql",
     MigrationGetAll => "migration/migration_get_all.sql",
     MigrationInsert => "migration/migration_insert.sql",

@@ -1,0 +1,221 @@
+//! The notifier: one dedicated listener connection per client, shared by every topic and queue.
+//!
+//! Topics are scoped to the schema (`<schema>.pgmill_insert`, `<schema>.pgmill_control`,
+//! `<schema>.pgmill_leadership`), so two installations in one database never hear each other.
+//! Notifications are only ever a shortcut: polling is the backstop, so a lost notification costs
+//! latency, never a job. When the connection drops, the listener reconnects (with backoff) and the
+//! notifier tells every producer to fetch and re-read its queue's state at once, instead of waiting
+//! for the next poll.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, debug, info, info_span, warn};
+
+use crate::driver::{Driver, Listener, ListenerEvent, Notification};
+use crate::job::JobId;
+use crate::producer::QueueHandle;
+use crate::schema::Schema;
+
+/// Topic of insert notifications; the payload is the queue name.
+pub(crate) const TOPIC_INSERT: &str = "pgmill_insert";
+/// Topic of control messages (pause, resume, cancel), JSON payloads.
+pub(crate) const TOPIC_CONTROL: &str = "pgmill_control";
+/// Topic of leadership changes.
+pub(crate) const TOPIC_LEADERSHIP: &str = "pgmill_leadership";
+
+/// A message on the control topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub(crate) enum ControlMessage {
+    /// Pause a queue (`*`: every queue).
+    Pause { queue: String },
+    /// Resume a queue (`*`: every queue).
+    Resume { queue: String },
+    /// Cancel a running job.
+    Cancel { job_id: JobId, queue: String },
+}
+
+/// Called with each leadership notification's payload (empty after a reconnect).
+pub(crate) type LeadershipHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Where notifications go.
+#[derive(Clone)]
+pub(crate) struct NotificationRouter {
+    pub(crate) queues: HashMap<String, Arc<QueueHandle>>,
+    pub(crate) on_leadership: Option<LeadershipHook>,
+}
+
+impl NotificationRouter {
+    fn handles<'a>(&'a self, queue: &'a str) -> impl Iterator<Item = &'a Arc<QueueHandle>> + 'a {
+        self.queues
+            .iter()
+            .filter(move |(name, _)| queue == "*" || name.as_str() == queue)
+            .map(|(_, h)| h)
+    }
+
+    fn route(&self, schema: &Schema, n: &Notification) {
+        let topic = n
+            .channel
+            .strip_prefix(schema.name())
+            .and_then(|t| t.strip_prefix('.'));
+        match topic {
+            Some(TOPIC_INSERT) => {
+                if let Some(h) = self.queues.get(&n.payload) {
+                    h.wake();
+                }
+            }
+            Some(TOPIC_CONTROL) => match serde_json::from_str::<ControlMessage>(&n.payload) {
+                Ok(ControlMessage::Pause { queue }) => {
+                    self.handles(&queue).for_each(|h| h.set_paused(true))
+                }
+                Ok(ControlMessage::Resume { queue }) => {
+                    self.handles(&queue).for_each(|h| h.set_paused(false));
+                }
+                Ok(ControlMessage::Cancel { job_id, queue }) => {
+                    self.handles(&queue).for_each(|h| h.cancel_job(job_id));
+                }
+                Err(e) => {
+                    warn!(error = %e, payload = %n.payload, "ignoring a malformed control message")
+                }
+            },
+            Some(TOPIC_LEADERSHIP) => {
+                if let Some(f) = &self.on_leadership {
+                    f(&n.payload);
+                }
+            }
+            _ => debug!(channel = %n.channel, "notification on an unknown channel"),
+        }
+    }
+
+    /// After a reconnect, messages may have been missed: every producer fetches and re-reads.
+    fn resync(&self) {
+        for h in self.queues.values() {
+            h.request_resync();
+        }
+        if let Some(f) = &self.on_leadership {
+            f("");
+        }
+    }
+}
+
+pub(crate) struct Notifier<D: Driver> {
+    pub(crate) driver: D,
+    pub(crate) schema: Schema,
+    pub(crate) router: NotificationRouter,
+}
+
+impl<D: Driver> Notifier<D> {
+    /// Listens until `stop`, reconnecting with backoff.
+    pub(crate) async fn run(self, stop: CancellationToken) {
+        let span = info_span!("notifier", schema = self.schema.name());
+        async move {
+            let channels: Vec<String> = [TOPIC_INSERT, TOPIC_CONTROL, TOPIC_LEADERSHIP]
+                .iter()
+                .map(|t| self.schema.channel(t))
+                .collect();
+            let mut backoff = Backoff::new();
+            let mut listener: Option<D::Listener> = None;
+            loop {
+                if stop.is_cancelled() {
+                    return;
+                }
+                let l = match listener.as_mut() {
+                    Some(l) => l,
+                    None => match self.open(&channels).await {
+                        Ok(l) => {
+                            backoff.reset();
+                            // Anything sent before we listened was missed.
+                            self.router.resync();
+                            listener.insert(l)
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "cannot open the listener; polling meanwhile");
+                            if backoff.sleep(&stop).await {
+                                return;
+                            }
+                            continue;
+                        }
+                    },
+                };
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    event = l.next_event() => match event {
+                        Ok(ListenerEvent::Notification(n)) => {
+                            backoff.reset();
+                            self.router.route(&self.schema, &n);
+                        }
+                        Ok(ListenerEvent::Reconnected) => {
+                            info!("listener reconnected; producers re-poll");
+                            backoff.reset();
+                            self.router.resync();
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "listener failed; it reconnects on the next call");
+                            if backoff.sleep(&stop).await {
+                                return;
+                            }
+                        }
+                    },
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn open(&self, channels: &[String]) -> crate::Result<D::Listener> {
+        let mut l = self.driver.listener().await?;
+        for c in channels {
+            l.listen(c).await?;
+        }
+        Ok(l)
+    }
+}
+
+/// Exponential backoff from 100 ms to 5 s.
+struct Backoff(Duration);
+
+impl Backoff {
+    const MIN: Duration = Duration::from_millis(100);
+    const MAX: Duration = Duration::from_secs(5);
+
+    fn new() -> Self {
+        Backoff(Self::MIN)
+    }
+
+    fn reset(&mut self) {
+        self.0 = Self::MIN;
+    }
+
+    /// Sleeps the current delay and doubles it; true when `stop` fired meanwhile.
+    async fn sleep(&mut self, stop: &CancellationToken) -> bool {
+        let d = self.0;
+        self.0 = (self.0 * 2).min(Self::MAX);
+        tokio::select! {
+            () = stop.cancelled() => true,
+            () = tokio::time::sleep(d) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_messages_have_a_stable_wire_form() {
+        let m = ControlMessage::Cancel {
+            job_id: JobId(7),
+            queue: "q".into(),
+        };
+        let s = serde_json::to_string(&m).unwrap();
+        assert_eq!(s, r#"{"action":"cancel","job_id":7,"queue":"q"}"#);
+        assert_eq!(serde_json::from_str::<ControlMessage>(&s).unwrap(), m);
+        let p: ControlMessage = serde_json::from_str(r#"{"action":"pause","queue":"*"}"#).unwrap();
+        assert_eq!(p, ControlMessage::Pause { queue: "*".into() });
+    }
+}

@@ -1,0 +1,112 @@
+//! Queries on `pgmill_queue`, and control and insert notifications.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use crate::driver::{FromRow, Row, Statement};
+use crate::error::{Error, Result};
+use crate::job::JobState;
+use crate::query::Query;
+use crate::schema::Schema;
+
+/// A queue, as registered by the producers working it, with its jobs counted by state.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct QueueRow {
+    /// The queue's name.
+    pub name: String,
+    /// When a producer first registered it.
+    pub created_at: DateTime<Utc>,
+    /// When a producer last refreshed it (or it was paused or resumed).
+    pub updated_at: DateTime<Utc>,
+    /// When it was paused; `None` while it runs.
+    pub paused_at: Option<DateTime<Utc>>,
+    /// Free-form metadata.
+    pub metadata: serde_json::Value,
+    /// How many of its jobs are in each state (states with none are absent).
+    pub counts: BTreeMap<JobState, i64>,
+}
+
+impl FromRow for QueueRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        let counts: serde_json::Value = row.take("counts")?;
+        let counts = counts
+            .as_object()
+            .ok_or_else(|| Error::decode("queue counts", "not a JSON object"))?
+            .iter()
+            .map(|(state, n)| {
+                Ok((
+                    state.parse::<JobState>()?,
+                    n.as_i64()
+                        .ok_or_else(|| Error::decode("queue counts", "count is not an integer"))?,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        Ok(QueueRow {
+            name: row.take("name")?,
+            created_at: row.take("created_at")?,
+            updated_at: row.take("updated_at")?,
+            paused_at: row.take("paused_at")?,
+            metadata: row.take("metadata")?,
+            counts,
+        })
+    }
+}
+
+/// The state a producer reads back when it registers or refreshes its queue.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct QueueUpsertRow {
+    pub(crate) paused_at: Option<DateTime<Utc>>,
+}
+
+impl FromRow for QueueUpsertRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(QueueUpsertRow {
+            paused_at: row.take("paused_at")?,
+        })
+    }
+}
+
+/// One queue name in a result.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct QueueName(pub(crate) String);
+
+impl FromRow for QueueName {
+    fn from_row(mut row: Row) -> Result<Self> {
+        row.take("name").map(QueueName)
+    }
+}
+
+pub(crate) fn queue_upsert(schema: &Schema, queue: &str) -> Statement {
+    schema.statement(Query::QueueUpsert).bind(queue)
+}
+
+pub(crate) fn queue_pause(schema: &Schema, queue: &str) -> Statement {
+    schema.statement(Query::QueuePause).bind(queue)
+}
+
+pub(crate) fn queue_resume(schema: &Schema, queue: &str) -> Statement {
+    schema.statement(Query::QueueResume).bind(queue)
+}
+
+pub(crate) fn queue_list(schema: &Schema, only: Option<&str>, limit: usize) -> Statement {
+    schema
+        .statement(Query::QueueList)
+        .bind(only)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
+pub(crate) fn queue_control_notify(schema: &Schema, message: &serde_json::Value) -> Statement {
+    schema
+        .statement(Query::QueueControlNotify)
+        .bind(schema.channel(crate::notifier::TOPIC_CONTROL))
+        .bind(message.to_string())
+}
+
+pub(crate) fn job_notify_insert(schema: &Schema, queues: Vec<String>) -> Statement {
+    schema
+        .statement(Query::JobNotifyInsert)
+        .bind(schema.channel(crate::notifier::TOPIC_INSERT))
+        .bind(queues)
+}
