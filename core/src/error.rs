@@ -105,7 +105,7 @@ impl From<DbError> for Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DbErrorKind {
-    /// The server answered with an error; the SQLSTATE is set.
+    /// The server answered with an error; the SQLSTATE is set when the library exposes it.
     Server,
     /// The connection was closed, reset or its backend terminated; the next call may succeed.
     ConnectionLost,

@@ -13,6 +13,15 @@ pub trait Harness: Send + Sync + 'static {
     /// The driver under test.
     type Driver: Driver;
 
+    /// False when the library cannot report the SQLSTATE of every server error. diesel 2.3 exposes
+    /// only the codes behind its error kinds (unique, foreign key, not null and check violations,
+    /// serialization failure, read-only transaction), which are the ones the engine acts on.
+    const REPORTS_EVERY_SQLSTATE: bool = true;
+
+    /// False when the library cannot tell the type of a NULL column (diesel 2.3's stable API has
+    /// no type for a NULL field); such NULLs decode as NULL of some type.
+    const TYPES_NULL_COLUMNS: bool = true;
+
     /// Builds the driver over a fresh pool (at most `max_connections`) connected to `url`.
     fn connect(
         url: &str,

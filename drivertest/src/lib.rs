@@ -3,9 +3,9 @@
 //! A driver crate joins the suite with a small [`Harness`] implementation and one line in its
 //! `tests/conformance.rs`:
 //!
-//! ```ignore
+//! ```text
 //! struct Harness;
-//! impl pgmill_drivertest::Harness for Harness { /* connect, host_transaction */ }
+//! impl pgmill_drivertest::Harness for Harness { /* connect, host_transaction, host_insert */ }
 //! pgmill_drivertest::conformance_suite!(Harness);
 //! ```
 //!

@@ -24,7 +24,16 @@ async fn round_trip<H: Harness>(value: Value) -> Value {
 
 async fn assert_round_trips<H: Harness>(values: Vec<Value>) {
     for v in values {
-        assert_eq!(round_trip::<H>(v.clone()).await, v);
+        assert_same::<H>(&round_trip::<H>(v.clone()).await, &v);
+    }
+}
+
+/// Equal values; a NULL's type is compared only where the driver can report it.
+fn assert_same<H: Harness>(got: &Value, want: &Value) {
+    if want.is_null() && !H::TYPES_NULL_COLUMNS {
+        assert!(got.is_null(), "expected NULL, got {got:?}");
+    } else {
+        assert_eq!(got, want);
     }
 }
 
@@ -110,7 +119,7 @@ pub async fn jsonb_round_trips_nested_values<H: Harness>() {
 /// A 1 MB `jsonb` document.
 pub async fn jsonb_of_one_megabyte_round_trips<H: Harness>() {
     let items: Vec<_> = (0..10_000)
-        .map(|i| json!({"i": i, "s": format!("item-{i:08}-ä-{}", "x".repeat(60))}))
+        .map(|i| json!({"i": i, "s": format!("item-{i:08}-ä-{}", "x".repeat(80))}))
         .collect();
     let doc = json!({ "items": items });
     assert!(doc.to_string().len() > 1_000_000);
@@ -234,6 +243,9 @@ pub async fn fifty_parameters_bind_in_order<H: Harness>() {
         stmt.push(p);
     }
     let rows = ctx.conn().await.query(&stmt).await.expect("query");
-    assert_eq!(rows[0].values(), &stmt_params[..]);
+    assert_eq!(rows[0].values().len(), stmt_params.len());
+    for (got, want) in rows[0].values().iter().zip(&stmt_params) {
+        assert_same::<H>(got, want);
+    }
     assert_eq!(rows[0].columns()[49], "c50");
 }
