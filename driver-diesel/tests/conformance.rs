@@ -1,0 +1,355 @@
+//! The pgmill driver conformance suite, run against the diesel driver, plus the diesel-specific
+//! behaviours the suite cannot reach (blocking transactions, cancelled calls).
+
+use diesel::{Connection, PgConnection};
+use pgmill::driver::{BlockingExecutor, Row, Statement};
+use pgmill::{DbError, DbErrorKind, InsertParams, Inserter, JobRow};
+use pgmill_driver_diesel::{DieselDriver, PgConnectionExt};
+
+struct Harness;
+
+/// The error of the host transaction's closure: diesel's, pgmill's, or "roll back".
+#[derive(Debug)]
+enum HostError {
+    Diesel(diesel::result::Error),
+    Pgmill(pgmill::Error),
+    RollBack,
+}
+
+impl From<diesel::result::Error> for HostError {
+    fn from(e: diesel::result::Error) -> Self {
+        HostError::Diesel(e)
+    }
+}
+
+impl From<pgmill::Error> for HostError {
+    fn from(e: pgmill::Error) -> Self {
+        HostError::Pgmill(e)
+    }
+}
+
+/// Errors of the diesel calls the harness makes itself (the driver maps its own).
+fn harness_error(e: impl std::error::Error + Send + Sync + 'static) -> pgmill::Error {
+    DbError::new(DbErrorKind::Other, e.to_string())
+        .with_source(e)
+        .into()
+}
+
+/// Runs `statements` in `conn.transaction(..)`, committing or rolling back, returning the rows.
+fn host_transaction_blocking(
+    url: &str,
+    statements: &[Statement],
+    commit: bool,
+) -> pgmill::Result<Vec<Vec<Row>>> {
+    let mut conn = PgConnection::establish(url).map_err(harness_error)?;
+    let mut results = Vec::with_capacity(statements.len());
+    let outcome = conn.transaction(|conn| {
+        for stmt in statements {
+            results.push(conn.pgmill().query(stmt)?);
+        }
+        if commit {
+            Ok(())
+        } else {
+            Err(HostError::RollBack)
+        }
+    });
+    match outcome {
+        Ok(()) | Err(HostError::RollBack) => Ok(results),
+        Err(HostError::Pgmill(e)) => Err(e),
+        Err(HostError::Diesel(e)) => Err(harness_error(e)),
+    }
+}
+
+/// Inserts `jobs` in `conn.transaction(..)` with `insert_jobs`, committing or rolling back.
+fn host_insert_blocking(
+    url: &str,
+    inserter: &Inserter,
+    jobs: &[InsertParams],
+    commit: bool,
+) -> pgmill::Result<Vec<JobRow>> {
+    let mut conn = PgConnection::establish(url).map_err(harness_error)?;
+    let mut inserted = Vec::new();
+    let outcome = conn.transaction(|conn| {
+        inserted = conn.insert_jobs(inserter, jobs)?;
+        if commit {
+            Ok(())
+        } else {
+            Err(HostError::RollBack)
+        }
+    });
+    match outcome {
+        Ok(()) | Err(HostError::RollBack) => Ok(inserted),
+        Err(HostError::Pgmill(e)) => Err(e),
+        Err(HostError::Diesel(e)) => Err(harness_error(e)),
+    }
+}
+
+impl pgmill_drivertest::Harness for Harness {
+    type Driver = DieselDriver;
+
+    // diesel 2.3 exposes no SQLSTATE beyond its error kinds, and no type for NULL fields.
+    const REPORTS_EVERY_SQLSTATE: bool = false;
+    const TYPES_NULL_COLUMNS: bool = false;
+
+    async fn connect(url: &str, max_connections: u32) -> pgmill::Result<DieselDriver> {
+        DieselDriver::connect(url, max_connections).await
+    }
+
+    async fn host_transaction(
+        url: &str,
+        statements: Vec<Statement>,
+        commit: bool,
+    ) -> pgmill::Result<Vec<Vec<Row>>> {
+        let url = url.to_owned();
+        tokio::task::spawn_blocking(move || host_transaction_blocking(&url, &statements, commit))
+            .await
+            .map_err(harness_error)?
+    }
+
+    async fn host_insert(
+        url: &str,
+        inserter: &Inserter,
+        jobs: Vec<InsertParams>,
+        commit: bool,
+    ) -> pgmill::Result<Vec<JobRow>> {
+        let (url, inserter) = (url.to_owned(), inserter.clone());
+        tokio::task::spawn_blocking(move || host_insert_blocking(&url, &inserter, &jobs, commit))
+            .await
+            .map_err(harness_error)?
+    }
+}
+
+pgmill_drivertest::conformance_suite!(Harness);
+
+/// Behaviours of this driver beyond the shared suite.
+mod diesel_driver {
+    use std::time::Duration;
+
+    use diesel::{Connection, PgConnection};
+    use pgmill::driver::{
+        BlockingExecutor, BlockingTransaction, Driver, Executor, Statement, Transaction, Value,
+    };
+    use pgmill_driver_diesel::{DieselDriver, PgConnectionExt};
+    use pgmill_drivertest::TestContext;
+
+    use super::Harness;
+
+    async fn with_table() -> TestContext<DieselDriver> {
+        let ctx = TestContext::<DieselDriver>::new::<Harness>().await;
+        ctx.script(
+            &ctx.schema
+                .render("CREATE TABLE {schema}.t (n int NOT NULL)"),
+        )
+        .await;
+        ctx
+    }
+
+    async fn values(ctx: &TestContext<DieselDriver>) -> Vec<i64> {
+        let rows = ctx
+            .conn()
+            .await
+            .query(&ctx.stmt("SELECT n::bigint AS n FROM {schema}.t ORDER BY n"))
+            .await
+            .expect("select");
+        rows.iter().map(|r| r.get("n").unwrap()).collect()
+    }
+
+    fn blocking<R: Send + 'static>(
+        f: impl FnOnce() -> R + Send + 'static,
+    ) -> tokio::task::JoinHandle<R> {
+        tokio::task::spawn_blocking(f)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn blocking_transaction_dropped_without_commit_rolls_back() {
+        let ctx = with_table().await;
+        let (url, insert) = (
+            ctx.url.clone(),
+            ctx.stmt("INSERT INTO {schema}.t VALUES (1)"),
+        );
+        let count = ctx.stmt("SELECT count(*) AS n FROM {schema}.t");
+        let n: i64 = blocking(move || {
+            let mut conn = PgConnection::establish(&url).unwrap();
+            {
+                let mut exec = conn.pgmill();
+                let mut tx = exec.begin().unwrap();
+                tx.execute(&insert).unwrap();
+            }
+            conn.pgmill().query_scalar(&count).unwrap()
+        })
+        .await
+        .unwrap();
+        assert_eq!(n, 0);
+        assert_eq!(values(&ctx).await, Vec::<i64>::new());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pgmill_savepoint_nests_in_the_apps_transaction() {
+        let ctx = with_table().await;
+        let url = ctx.url.clone();
+        let one = ctx.stmt("INSERT INTO {schema}.t VALUES (1)");
+        let two = ctx.stmt("INSERT INTO {schema}.t VALUES (2)");
+        let three = ctx.stmt("INSERT INTO {schema}.t VALUES (3)");
+        blocking(move || {
+            let mut conn = PgConnection::establish(&url).unwrap();
+            conn.transaction(|conn| {
+                conn.pgmill().execute(&one)?;
+                let mut exec = conn.pgmill();
+                let mut sp = exec.begin()?;
+                sp.execute(&two)?;
+                sp.rollback()?;
+                let mut exec = conn.pgmill();
+                let mut sp = exec.begin()?;
+                sp.execute(&three)?;
+                sp.commit()?;
+                Ok::<_, super::HostError>(())
+            })
+            .unwrap();
+        })
+        .await
+        .unwrap();
+        assert_eq!(values(&ctx).await, [1, 3]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropped_transaction_is_rolled_back_before_the_connection_returns_to_the_pool() {
+        let ctx = with_table().await;
+        // A pool of one: the next acquire gets the same connection.
+        let driver = DieselDriver::connect(&ctx.url, 1).await.unwrap();
+        let pid = Statement::new("SELECT pg_backend_pid() AS pid");
+        let first_pid: i32;
+        {
+            let mut conn = driver.acquire().await.unwrap();
+            first_pid = conn.query_scalar(&pid).await.unwrap();
+            let mut tx = conn.begin().await.unwrap();
+            tx.execute(&ctx.stmt("INSERT INTO {schema}.t VALUES (1)"))
+                .await
+                .unwrap();
+            let mut sp = tx.begin().await.unwrap();
+            sp.execute(&ctx.stmt("INSERT INTO {schema}.t VALUES (2)"))
+                .await
+                .unwrap();
+        }
+        let mut conn = tokio::time::timeout(Duration::from_secs(30), driver.acquire())
+            .await
+            .expect("acquire in time")
+            .unwrap();
+        let second_pid: i32 = conn.query_scalar(&pid).await.unwrap();
+        assert_eq!(
+            first_pid, second_pid,
+            "the connection was reused, not replaced"
+        );
+        // The dropped transaction wrote, so it had a transaction id; a fresh one has none.
+        let outside: bool = conn
+            .query_scalar(&Statement::new(
+                "SELECT pg_current_xact_id_if_assigned() IS NULL AS outside",
+            ))
+            .await
+            .unwrap();
+        assert!(outside, "the dropped transaction was rolled back");
+        let mut tx = conn
+            .begin()
+            .await
+            .expect("a fresh transaction, not a savepoint");
+        tx.execute(&ctx.stmt("INSERT INTO {schema}.t VALUES (3)"))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(values(&ctx).await, [3]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancelled_statement_still_runs_before_the_next_one() {
+        let ctx = with_table().await;
+        let mut conn = ctx.conn().await;
+        let slow = ctx.stmt("INSERT INTO {schema}.t SELECT 1 FROM pg_sleep(0.3)");
+        // Start the statement, then give up on it: interact cannot be cancelled once started.
+        let _ = tokio::time::timeout(Duration::from_millis(50), conn.execute(&slow)).await;
+        let rows = conn
+            .query(&ctx.stmt("SELECT count(*) AS n FROM {schema}.t"))
+            .await
+            .unwrap();
+        assert_eq!(rows[0].values(), [Value::Int8(1)]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancelled_begin_leaves_no_transaction_open() {
+        let ctx = with_table().await;
+        let mut conn = ctx.conn().await;
+        // Polled once, `begin` spawns its closure, then is dropped: the BEGIN still runs, and no
+        // transaction handle owns it.
+        let _ = tokio::time::timeout(Duration::ZERO, conn.begin()).await;
+        conn.execute(&ctx.stmt("INSERT INTO {schema}.t VALUES (1)"))
+            .await
+            .unwrap();
+        // Committed on its own, so another connection sees it.
+        assert_eq!(values(&ctx).await, [1]);
+        let outside: bool = conn
+            .query_scalar(&Statement::new(
+                "SELECT pg_current_xact_id_if_assigned() IS NULL AS outside",
+            ))
+            .await
+            .unwrap();
+        assert!(outside);
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Receipt {
+        order_id: i64,
+    }
+
+    impl pgmill::JobArgs for Receipt {
+        const KIND: &'static str = "receipt";
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn insert_job_follows_the_apps_transaction() {
+        let ctx = TestContext::<DieselDriver>::migrated::<Harness>().await;
+        let (url, inserter) = (ctx.url.clone(), pgmill::Inserter::new(ctx.schema.clone()));
+        let inserted = blocking(move || {
+            let mut conn = PgConnection::establish(&url).unwrap();
+            let kept = conn
+                .transaction::<_, super::HostError, _>(|conn| {
+                    Ok(conn.insert_job(&inserter, Receipt { order_id: 1 })?)
+                })
+                .unwrap();
+            let dropped = conn.transaction(|conn| {
+                conn.insert_job(&inserter, Receipt { order_id: 2 })?;
+                Err::<(), _>(super::HostError::RollBack)
+            });
+            assert!(matches!(dropped, Err(super::HostError::RollBack)));
+            kept
+        })
+        .await
+        .unwrap();
+        assert_eq!(inserted.kind, "receipt");
+        let rows = ctx
+            .conn()
+            .await
+            .query(&ctx.stmt(
+                "SELECT id AS id, (args->>'order_id')::bigint AS order_id FROM {schema}.pgmill_job",
+            ))
+            .await
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].get::<i64>("id").unwrap(), inserted.id.0);
+        assert_eq!(rows[0].get::<i64>("order_id").unwrap(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn nulls_take_their_type_from_other_rows() {
+        let ctx = TestContext::<DieselDriver>::new::<Harness>().await;
+        let rows = ctx
+            .conn()
+            .await
+            .query(&Statement::new(
+                "SELECT v::bigint AS v FROM (VALUES (NULL), (1)) AS x(v)",
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            rows[0].values(),
+            [Value::Null(pgmill::driver::PgType::Int8)]
+        );
+    }
+}
