@@ -56,6 +56,19 @@ macro_rules! conformance_suite {
                 two_clients_share_work_without_running_a_job_twice,
                 superseded_attempt_reporting_late_changes_nothing, stop_start_cycles_are_safe,
             }
+            client_notify {
+                insert_notification_wakes_an_idle_producer,
+                rolled_back_insert_sends_no_notification,
+                ten_thousand_inserts_in_three_queues_send_three_notifications,
+                notifications_are_debounced_and_skip_future_jobs,
+                losing_the_listener_mid_run_recovers, poll_only_mode_works_by_polling,
+            }
+            client_control {
+                queues_are_registered_and_listed_with_counts,
+                pause_stops_fetching_and_resume_restarts, pause_all_and_start_paused,
+                running_jobs_finish_while_paused, cancel_a_running_job_from_another_process,
+                cancelled_job_that_errors_ends_cancelled, pending_jobs_run_only_when_released,
+            }
             job_scheduler {
                 due_jobs_become_available_and_keep_their_time,
                 batches_are_bounded_and_repeated, client_runs_a_job_scheduled_ahead,

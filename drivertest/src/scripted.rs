@@ -152,3 +152,30 @@ pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
         panic!("timed out waiting for: {what}");
     }
 }
+
+/// A second driver on the test database whose connections carry `application_name = tag`, so a
+/// test can find and terminate exactly its backends.
+pub async fn tagged_driver<H: crate::Harness>(
+    ctx: &TestContext<H::Driver>,
+    tag: &str,
+) -> H::Driver {
+    let sep = if ctx.url.contains('?') { '&' } else { '?' };
+    H::connect(&format!("{}{sep}application_name={tag}", ctx.url), 8)
+        .await
+        .expect("tagged driver connects")
+}
+
+/// Terminates every backend whose `application_name` is `tag`; returns how many.
+pub async fn terminate_tagged<D: Driver>(ctx: &TestContext<D>, tag: &str) -> i64 {
+    ctx.conn()
+        .await
+        .query_scalar(
+            &Statement::new(
+                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) AS killed \
+                 FROM pg_stat_activity WHERE application_name = $1::text",
+            )
+            .bind(tag),
+        )
+        .await
+        .expect("terminate tagged backends")
+}

@@ -4,7 +4,9 @@
 //! in a `#[tokio::test]`.
 
 pub mod client_admin;
+pub mod client_control;
 pub mod client_insert;
+pub mod client_notify;
 pub mod client_stop;
 pub mod client_work;
 pub mod copy_in;

@@ -1,0 +1,233 @@
+//! Notifications end to end: insert notifications wake idle producers, are sent only on commit,
+//! are debounced, skip future jobs, survive losing the listener; poll-only mode still works.
+
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use pgmill::driver::{Driver, Executor, Listener, ListenerEvent, Statement};
+use pgmill::{InsertOpts, InsertParams, Inserter, JobState};
+
+use crate::scripted::{
+    ScriptedWorker, Task, count_in, tagged_driver, terminate_tagged, test_client, wait_for,
+};
+use crate::{Harness, TestContext};
+
+/// Long enough that a job picked up sooner must have been picked up through a notification.
+const LONG_POLL: Duration = Duration::from_secs(120);
+
+async fn ctx<H: Harness>() -> TestContext<H::Driver> {
+    TestContext::<H::Driver>::migrated::<H>().await
+}
+
+/// Waits up to 30 s (far below [`LONG_POLL`]) for `n` completed jobs.
+async fn completes_without_polling<D: Driver>(ctx: &TestContext<D>, n: i64) {
+    let done = crate::testdb::eventually(Duration::from_secs(30), async || {
+        count_in(ctx, JobState::Completed).await == n
+    })
+    .await;
+    assert!(done, "the job was not picked up through a notification");
+}
+
+/// A job committed by another process wakes an idle, listening producer (no poll needed).
+pub async fn insert_notification_wakes_an_idle_producer<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .poll_interval(LONG_POLL)
+        .worker(ScriptedWorker::ok())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    // Let the producer's first fetch and the listener settle, then insert from "elsewhere".
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let elsewhere = Inserter::new(ctx.schema.clone());
+    elsewhere
+        .insert(&mut ctx.conn().await, Task { n: 1 })
+        .await
+        .unwrap();
+    completes_without_polling(&ctx, 1).await;
+    client.stop().await;
+}
+
+async fn insert_listener<H: Harness>(
+    ctx: &TestContext<H::Driver>,
+) -> <H::Driver as Driver>::Listener {
+    let mut l = ctx.driver.listener().await.expect("listener");
+    l.listen(&ctx.schema.channel("pgmill_insert"))
+        .await
+        .unwrap();
+    l.listen(&ctx.schema.channel("marker")).await.unwrap();
+    l
+}
+
+/// Collects insert-channel payloads until the marker notification arrives.
+async fn insert_payloads_until_marker<H: Harness>(
+    ctx: &TestContext<H::Driver>,
+    l: &mut <H::Driver as Driver>::Listener,
+) -> Vec<String> {
+    ctx.conn()
+        .await
+        .execute(
+            &Statement::new("SELECT pg_notify($1::text, 'end')").bind(ctx.schema.channel("marker")),
+        )
+        .await
+        .unwrap();
+    let mut payloads = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(20), l.next_event())
+            .await
+            .expect("marker arrives")
+            .expect("listener event");
+        if let ListenerEvent::Notification(n) = event {
+            if n.channel == ctx.schema.channel("marker") {
+                return payloads;
+            }
+            payloads.push(n.payload);
+        }
+    }
+}
+
+/// An insert rolled back in the application's transaction sends no notification.
+pub async fn rolled_back_insert_sends_no_notification<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let inserter = Inserter::new(ctx.schema.clone());
+    let job = InsertParams::from_args(&Task { n: 1 }, None).unwrap();
+    H::host_insert(&ctx.url, &inserter, vec![job.clone()], false)
+        .await
+        .unwrap();
+    assert!(
+        insert_payloads_until_marker::<H>(&ctx, &mut l)
+            .await
+            .is_empty()
+    );
+    // The same insert committed notifies (a fresh inserter: the first one's cooldown was used).
+    let inserter = Inserter::new(ctx.schema.clone());
+    H::host_insert(&ctx.url, &inserter, vec![job], true)
+        .await
+        .unwrap();
+    assert_eq!(
+        insert_payloads_until_marker::<H>(&ctx, &mut l).await,
+        ["default"]
+    );
+}
+
+/// One transaction inserting 10,000 jobs into three queues sends one notification per queue.
+pub async fn ten_thousand_inserts_in_three_queues_send_three_notifications<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let inserter = Inserter::new(ctx.schema.clone());
+    let jobs: Vec<_> = (0..10_000)
+        .map(|n| {
+            let queue = ["a", "b", "c"][(n % 3) as usize];
+            InsertParams::from_args(&Task { n }, Some(InsertOpts::new().queue(queue))).unwrap()
+        })
+        .collect();
+    H::host_insert(&ctx.url, &inserter, jobs, true)
+        .await
+        .unwrap();
+    let mut payloads = insert_payloads_until_marker::<H>(&ctx, &mut l).await;
+    payloads.sort();
+    assert_eq!(payloads, ["a", "b", "c"]);
+}
+
+/// Inserts within the cooldown send one notification; scheduled and pending jobs send none.
+pub async fn notifications_are_debounced_and_skip_future_jobs<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let inserter =
+        Inserter::new(ctx.schema.clone()).with_notify_cooldown(Some(Duration::from_secs(3600)));
+    let mut conn = ctx.conn().await;
+    for n in 0..20 {
+        inserter.insert(&mut conn, Task { n }).await.unwrap();
+    }
+    let later = InsertOpts::new()
+        .queue("later")
+        .schedule_in(TimeDelta::hours(1));
+    inserter
+        .insert_with(&mut conn, Task { n: 0 }, later)
+        .await
+        .unwrap();
+    let held = InsertOpts::new().queue("held").pending();
+    inserter
+        .insert_with(&mut conn, Task { n: 0 }, held)
+        .await
+        .unwrap();
+    assert_eq!(
+        insert_payloads_until_marker::<H>(&ctx, &mut l).await,
+        ["default"]
+    );
+}
+
+/// When the client's listener connection is killed, work continues, and once the listener is back
+/// new jobs are again picked up through notifications.
+pub async fn losing_the_listener_mid_run_recovers<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let tag = format!("{}_client", ctx.schema.name());
+    let driver = tagged_driver::<H>(&ctx, &tag).await;
+    let worker = ScriptedWorker::ok();
+    let client = pgmill::Client::builder(driver)
+        .schema(ctx.schema.clone())
+        .queue("default", 4)
+        .poll_interval(LONG_POLL)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let elsewhere = Inserter::new(ctx.schema.clone()).with_notify_cooldown(None);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let notify_now = Inserter::new(ctx.schema.clone());
+    notify_now
+        .insert(&mut ctx.conn().await, Task { n: 1 })
+        .await
+        .unwrap();
+    completes_without_polling(&ctx, 1).await;
+
+    // A job inserted without a notification waits for the next poll...
+    elsewhere
+        .insert(&mut ctx.conn().await, Task { n: 2 })
+        .await
+        .unwrap();
+    // ...until the listener is lost: its reconnect makes every producer fetch at once.
+    assert!(
+        terminate_tagged(&ctx, &tag).await >= 1,
+        "the client's backends were found"
+    );
+    completes_without_polling(&ctx, 2).await;
+    // After the reconnect, notifications work again.
+    let notify_again = Inserter::new(ctx.schema.clone());
+    notify_again
+        .insert(&mut ctx.conn().await, Task { n: 3 })
+        .await
+        .unwrap();
+    completes_without_polling(&ctx, 3).await;
+    client.stop().await;
+    assert_eq!(worker.total_runs(), 3);
+}
+
+/// In poll-only mode everything works, picked up within the poll interval.
+pub async fn poll_only_mode_works_by_polling<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .poll_only(true)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    assert!(client.poll_only());
+    client.start().await.unwrap();
+    let elsewhere = Inserter::new(ctx.schema.clone());
+    for n in 0..5 {
+        elsewhere
+            .insert(&mut ctx.conn().await, Task { n })
+            .await
+            .unwrap();
+    }
+    wait_for("polled jobs completed", async || {
+        count_in(&ctx, JobState::Completed).await == 5
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(worker.total_runs(), 5);
+}
