@@ -150,6 +150,12 @@ impl DbError {
         }
     }
 
+    /// Sets the SQLSTATE, keeping the kind (e.g. a lost connection reported as 57P01).
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
     /// Attaches the library's own error as the source.
     pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
         self.source = Some(Box::new(source));

@@ -2,6 +2,7 @@
 -- still running the attempt the outcome belongs to, so a superseded attempt's late result changes
 -- nothing (its id is missing from the result). A job an operator asked to cancel while it ran
 -- (metadata.cancel_attempted_at) ends cancelled instead of being retried, snoozed or interrupted.
+-- Jobs of periodic schedules (metadata.periodic) also update their schedule's statistics.
 -- $1: job ids
 -- $2: the attempt each outcome belongs to
 -- $3: outcome: completed, retry, discard, cancel, snooze or interrupt
@@ -9,6 +10,7 @@
 -- $5: error to append (a JSON object; its "at" is set to now()), or JSON null for none
 -- $6: delays up to this many microseconds make the job available at once instead of
 --     retryable or scheduled (it still waits for its scheduled_at)
+WITH updated AS (
 UPDATE {schema}.pgmill_job AS j
 SET state = (CASE
         WHEN o.outcome = 'completed' THEN 'completed'
@@ -44,4 +46,34 @@ FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::jsonb[])
     AS o(id, attempt, outcome, delay_us, error)
 WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.attempt
 RETURNING j.id AS id, j.state::text AS state, j.attempt AS attempt,
-    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at
+    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at,
+    j.metadata->>'periodic' AS periodic
+),
+-- Statistics of periodic jobs whose run just ended: completed is a success, discarded or cancelled
+-- a failure. Aggregated per schedule, so each row is updated once per statement; concurrent
+-- completers serialise on the row lock.
+periodic_runs AS (
+    SELECT periodic AS name,
+        count(*) FILTER (WHERE state = 'completed') AS successes,
+        count(*) FILTER (WHERE state IN ('discarded', 'cancelled')) AS failures
+    FROM updated
+    WHERE periodic IS NOT NULL AND state IN ('completed', 'discarded', 'cancelled')
+    GROUP BY periodic
+),
+periodic_stats AS (
+    UPDATE {schema}.pgmill_periodic AS p
+    SET success_count = p.success_count + r.successes,
+        failure_count = p.failure_count + r.failures,
+        last_success_at = CASE WHEN r.successes > 0 THEN now() ELSE p.last_success_at END,
+        last_failure_at = CASE WHEN r.failures > 0 THEN now() ELSE p.last_failure_at END,
+        consecutive_failures = CASE
+            WHEN r.successes > 0 THEN 0
+            ELSE p.consecutive_failures + r.failures
+        END,
+        updated_at = now()
+    FROM periodic_runs AS r
+    WHERE p.name = r.name
+    RETURNING p.name
+)
+SELECT id, state, attempt, scheduled_at, finalized_at
+FROM updated

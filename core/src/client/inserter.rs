@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::debouncer::{DEFAULT_INSERT_NOTIFY_COOLDOWN, Debouncer};
-use crate::driver::{BlockingExecutor, BlockingTransaction, Executor, Transaction};
+use crate::driver::{BlockingExecutor, Executor};
 use crate::error::{Error, Result};
 use crate::job::JobRow;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
@@ -184,8 +184,8 @@ impl Inserter {
     /// Inserts a very large batch as fast as the driver allows and returns how many were inserted.
     ///
     /// Jobs due now (and pending jobs) go in by `COPY` when the driver has it; scheduled jobs and
-    /// drivers without COPY use multi-row inserts. It all happens in one transaction (a savepoint
-    /// inside the caller's transaction): all or nothing.
+    /// drivers without COPY use multi-row inserts. The statements run on `exec` as given: pass a
+    /// transaction for all-or-nothing ([`Client::insert_bulk`](crate::Client::insert_bulk) does).
     ///
     /// # Errors
     ///
@@ -199,24 +199,22 @@ impl Inserter {
         if params.is_empty() {
             return Ok(0);
         }
-        let mut tx = exec.begin().await?;
         let mut inserted = 0;
-        let (copyable, rest): (Vec<&InsertParams>, Vec<&InsertParams>) = if tx.supports_copy() {
+        let (copyable, rest): (Vec<&InsertParams>, Vec<&InsertParams>) = if exec.supports_copy() {
             params.iter().partition(|p| is_copyable(p))
         } else {
             (Vec::new(), params.iter().collect())
         };
         for chunk in copyable.chunks(BULK_COPY_CHUNK) {
             let copy = job_copy_available(&self.schema, chunk.iter().copied());
-            inserted += tx.copy_in(&copy).await?;
+            inserted += exec.copy_in(&copy).await?;
         }
         for chunk in rest.chunks(BULK_INSERT_CHUNK) {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
-            inserted += tx.execute(&job_insert_many(&self.schema, &chunk)).await?;
+            inserted += exec.execute(&job_insert_many(&self.schema, &chunk)).await?;
         }
-        self.notify(&mut tx, self.queues_to_notify(params.iter()))
+        self.notify(exec, self.queues_to_notify(params.iter()))
             .await?;
-        tx.commit().await?;
         Ok(inserted)
     }
 
@@ -270,7 +268,7 @@ impl Inserter {
         Ok(rows)
     }
 
-    /// [`Inserter::insert_bulk`] on a blocking executor (multi-row inserts in one transaction).
+    /// [`Inserter::insert_bulk`] on a blocking executor (multi-row inserts, run on `exec` as given).
     ///
     /// # Errors
     ///
@@ -284,13 +282,11 @@ impl Inserter {
         if params.is_empty() {
             return Ok(0);
         }
-        let mut tx = exec.begin()?;
         let mut inserted = 0;
         for chunk in params.chunks(BULK_INSERT_CHUNK) {
-            inserted += tx.execute(&job_insert_many(&self.schema, chunk))?;
+            inserted += exec.execute(&job_insert_many(&self.schema, chunk))?;
         }
-        self.notify_blocking(&mut tx, self.queues_to_notify(params.iter()))?;
-        tx.commit()?;
+        self.notify_blocking(exec, self.queues_to_notify(params.iter()))?;
         Ok(inserted)
     }
 }

@@ -384,14 +384,17 @@ impl<D: Driver> Client<D> {
         Ok(jobs)
     }
 
-    /// Inserts a very large batch (COPY where the driver has it); returns how many.
+    /// Inserts a very large batch (COPY where the driver has it) in one transaction; returns how
+    /// many.
     ///
     /// # Errors
     ///
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_bulk(&self, params: &[InsertParams]) -> Result<u64> {
         let mut conn = self.inner.driver.acquire().await?;
-        let n = self.inner.inserter.insert_bulk(&mut conn, params).await?;
+        let mut tx = conn.begin().await?;
+        let n = self.inner.inserter.insert_bulk(&mut tx, params).await?;
+        tx.commit().await?;
         self.wake_queues(params);
         Ok(n)
     }

@@ -273,3 +273,92 @@ pub(crate) fn job_get_cancel_requested(schema: &Schema, ids: &[JobId]) -> Statem
 pub(crate) fn job_delete(schema: &Schema, id: JobId) -> Statement {
     schema.statement(Query::JobDelete).bind(id.0)
 }
+
+fn micros(d: TimeDelta) -> i64 {
+    d.num_microseconds().unwrap_or(i64::MAX)
+}
+
+/// One rescued job.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RescuedRow {
+    pub(crate) id: JobId,
+    pub(crate) state: JobState,
+    pub(crate) queue: String,
+}
+
+impl FromRow for RescuedRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(RescuedRow {
+            id: JobId(row.take("id")?),
+            state: row.take::<String>("state")?.parse()?,
+            queue: row.take("queue")?,
+        })
+    }
+}
+
+pub(crate) fn job_rescue(
+    schema: &Schema,
+    heartbeat_timeout: TimeDelta,
+    missing_clients: Vec<String>,
+    hard_deadline: TimeDelta,
+    limit: usize,
+) -> Statement {
+    schema
+        .statement(Query::JobRescue)
+        .bind(micros(heartbeat_timeout))
+        .bind(missing_clients)
+        .bind(micros(hard_deadline))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
+/// A client named by running jobs but with no row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClientIdRow(pub(crate) String);
+
+impl FromRow for ClientIdRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        row.take("client_id").map(ClientIdRow)
+    }
+}
+
+pub(crate) fn job_get_running_clients(schema: &Schema) -> Statement {
+    schema.statement(Query::JobGetRunningClients)
+}
+
+pub(crate) fn job_reassert_running(
+    schema: &Schema,
+    jobs: &[(JobId, i16)],
+    client_id: &str,
+) -> Statement {
+    schema
+        .statement(Query::JobReassertRunning)
+        .bind(jobs.iter().map(|(id, _)| id.0).collect::<Vec<_>>())
+        .bind(jobs.iter().map(|(_, a)| i64::from(*a)).collect::<Vec<_>>())
+        .bind(client_id)
+}
+
+pub(crate) fn job_delete_finalized(
+    schema: &Schema,
+    completed: Option<TimeDelta>,
+    cancelled: Option<TimeDelta>,
+    discarded: Option<TimeDelta>,
+    limit: usize,
+) -> Statement {
+    schema
+        .statement(Query::JobDeleteFinalized)
+        .bind(completed.map(micros))
+        .bind(cancelled.map(micros))
+        .bind(discarded.map(micros))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
+pub(crate) fn queue_delete_expired(
+    schema: &Schema,
+    retention: TimeDelta,
+    limit: usize,
+) -> Statement {
+    schema
+        .statement(Query::QueueDeleteExpired)
+        .bind(micros(retention))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+}

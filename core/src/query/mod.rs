@@ -1,19 +1,32 @@
 //! Every engine query: the catalog of SQL files under `core/sql/`, and one function per query,
 //! generic over any [`Executor`](crate::driver::Executor), named after its file.
 
+mod client;
 mod job;
+mod leader;
 mod migration;
+mod periodic;
 mod queue;
 
+pub(crate) use client::{client_delete, client_heartbeat, client_register};
 pub(crate) use job::{
-    IdRow, SetStateParams, SetStateResult, job_cancel, job_copy_available, job_delete,
-    job_get_available, job_get_by_id, job_get_cancel_requested, job_insert_many, job_list,
-    job_list_page, job_release_pending, job_retry, job_set_state_if_running_many,
+    ClientIdRow, IdRow, RescuedRow, SetStateParams, SetStateResult, job_cancel, job_copy_available,
+    job_delete, job_delete_finalized, job_get_available, job_get_by_id, job_get_cancel_requested,
+    job_get_running_clients, job_insert_many, job_list, job_list_page, job_reassert_running,
+    job_release_pending, job_rescue, job_retry, job_set_state_if_running_many,
+    queue_delete_expired,
 };
 pub use job::{JobListPage, JobListParams};
+pub use leader::LeaderRow;
+pub(crate) use leader::{leader_attempt_elect, leader_attempt_reelect, leader_get, leader_resign};
 pub use migration::MigrationRow;
 pub(crate) use migration::{
     migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,
+};
+pub use periodic::PeriodicRow;
+pub(crate) use periodic::{
+    DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_list,
+    periodic_set_paused, periodic_upsert,
 };
 pub use queue::QueueRow;
 pub(crate) use queue::{
@@ -44,6 +57,24 @@ macro_rules! queries {
 }
 
 queries! {
+    ClientDelete => "client/client_delete.sql",
+    ClientHeartbeat => "client/client_heartbeat.sql",
+    ClientRegister => "client/client_register.sql",
+    JobDeleteFinalized => "job/job_delete_finalized.sql",
+    JobGetRunningClients => "job/job_get_running_clients.sql",
+    JobReassertRunning => "job/job_reassert_running.sql",
+    JobRescue => "job/job_rescue.sql",
+    LeaderAttemptElect => "leader/leader_attempt_elect.sql",
+    LeaderAttemptReelect => "leader/leader_attempt_reelect.sql",
+    LeaderGet => "leader/leader_get.sql",
+    LeaderResign => "leader/leader_resign.sql",
+    PeriodicAdvance => "periodic/periodic_advance.sql",
+    PeriodicDbNow => "periodic/periodic_db_now.sql",
+    PeriodicGetDue => "periodic/periodic_get_due.sql",
+    PeriodicList => "periodic/periodic_list.sql",
+    PeriodicSetPaused => "periodic/periodic_set_paused.sql",
+    PeriodicUpsert => "periodic/periodic_upsert.sql",
+    QueueDeleteExpired => "queue/queue_delete_expired.sql",
     JobCancel => "job/job_cancel.sql",
     JobCopyAvailable => "job/job_copy_available.sql",
     JobDelete => "job/job_delete.sql",

@@ -1,0 +1,2 @@
+-- The database clock, which periodic schedules are computed from.
+SELECT now() AS now

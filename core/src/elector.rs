@@ -1,0 +1,168 @@
+//! Leader election: a lease row with explicit terms.
+//!
+//! One row in `pgmill_leader` holds the lease: `(leader_id, elected_at)` names the term and
+//! `expires_at` (database time) ends it. A follower takes the lease only once it expired
+//! (`leader_attempt_elect`); the leader renews only its own term (`leader_attempt_reelect`), so a
+//! leader that lost its term can never extend a newer one; resigning deletes only its own term and
+//! notifies followers, one of which takes over at once.
+//!
+//! A leader that cannot renew steps down on its own before anyone else could be elected: it
+//! trusts its lease only until `send time of its last successful renewal + 3/4 of the lease`,
+//! measured on its monotonic clock. The database set the expiry at least one lease after that send
+//! time, so the trust window always ends before the lease does.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use tokio::sync::{Notify, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::driver::{Driver, Executor};
+use crate::error::{Error, Result};
+use crate::query::{LeaderRow, leader_attempt_elect, leader_attempt_reelect, leader_resign};
+use crate::schema::Schema;
+
+/// Default [`ElectorConfig::interval`].
+pub const DEFAULT_ELECT_INTERVAL: Duration = Duration::from_secs(5);
+/// Default [`ElectorConfig::lease`].
+pub const DEFAULT_LEADER_LEASE: Duration = Duration::from_secs(15);
+
+/// Settings of leader election.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ElectorConfig {
+    /// How often a follower tries to take an expired lease, and how often the leader renews.
+    /// Default 5 s.
+    pub interval: Duration,
+    /// How long a lease lasts without renewal: a new leader is elected within about
+    /// `lease + interval` after the leader dies without resigning. Default 15 s.
+    pub lease: Duration,
+}
+
+impl Default for ElectorConfig {
+    fn default() -> Self {
+        ElectorConfig {
+            interval: DEFAULT_ELECT_INTERVAL,
+            lease: DEFAULT_LEADER_LEASE,
+        }
+    }
+}
+
+impl ElectorConfig {
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.interval.is_zero() || self.lease <= self.interval {
+            return Err(Error::InvalidConfig(
+                "elector interval must be positive and shorter than the lease".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// How long after sending a successful renewal the leader still trusts its lease.
+    fn trust(&self) -> Duration {
+        self.lease * 3 / 4
+    }
+}
+
+pub(crate) struct Elector<D: Driver> {
+    pub(crate) driver: D,
+    pub(crate) schema: Schema,
+    pub(crate) client_id: String,
+    pub(crate) config: ElectorConfig,
+    /// True while this client leads.
+    pub(crate) is_leader: watch::Sender<bool>,
+    /// Woken by leadership notifications (a resignation): try to take over now.
+    pub(crate) kick: Arc<Notify>,
+}
+
+impl<D: Driver> Elector<D> {
+    pub(crate) async fn run(self, stop: CancellationToken) {
+        let span = info_span!("elector", client_id = %self.client_id);
+        async move {
+            let lease = TimeDelta::from_std(self.config.lease).unwrap_or(TimeDelta::MAX);
+            let mut term: Option<(LeaderRow, Instant)> = None;
+            loop {
+                match term.take() {
+                    None => {
+                        let sent = Instant::now();
+                        let stmt = leader_attempt_elect(&self.schema, &self.client_id, lease);
+                        match self.query(&stmt, self.config.interval).await {
+                            Ok(Some(row)) => {
+                                info!(elected_at = %row.elected_at, "elected leader");
+                                self.is_leader.send_replace(true);
+                                term = Some((row, sent));
+                                continue;
+                            }
+                            Ok(None) => {}
+                            Err(e) => warn!(error = %e, "election attempt failed"),
+                        }
+                        tokio::select! {
+                            () = stop.cancelled() => return,
+                            () = self.kick.notified() => {}
+                            () = tokio::time::sleep(self.config.interval) => {}
+                        }
+                    }
+                    Some((row, renewed)) => {
+                        let trust_until = renewed + self.config.trust();
+                        let wake = (Instant::now() + self.config.interval).min(trust_until);
+                        tokio::select! {
+                            () = stop.cancelled() => {
+                                self.resign(&row).await;
+                                return;
+                            }
+                            () = tokio::time::sleep_until(wake) => {}
+                        }
+                        if Instant::now() >= trust_until {
+                            self.step_down("could not renew the lease in time");
+                            continue;
+                        }
+                        let sent = Instant::now();
+                        let stmt = leader_attempt_reelect(&self.schema, &row, lease);
+                        match self.query(&stmt, trust_until - sent).await {
+                            Ok(Some(_)) => term = Some((row, sent)),
+                            Ok(None) => self.step_down("the term is over"),
+                            Err(e) => {
+                                warn!(error = %e, "lease renewal failed");
+                                term = Some((row, renewed));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    fn step_down(&self, why: &str) {
+        warn!(reason = why, "stepping down as leader");
+        self.is_leader.send_replace(false);
+    }
+
+    async fn query(&self, stmt: &crate::driver::Statement, limit: Duration) -> Result<Option<LeaderRow>> {
+        tokio::time::timeout(limit, async {
+            let mut conn = self.driver.acquire().await?;
+            conn.query_opt(stmt).await
+        })
+        .await
+        .map_err(|_| Error::Timeout("leader election query"))?
+    }
+
+    async fn resign(&self, row: &LeaderRow) {
+        self.is_leader.send_replace(false);
+        let stmt = leader_resign(&self.schema, row);
+        let result = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut conn = self.driver.acquire().await?;
+            conn.execute(&stmt).await
+        })
+        .await;
+        match result {
+            Ok(Ok(_)) => info!("resigned leadership"),
+            Ok(Err(e)) => warn!(error = %e, "resigning failed; the lease will expire"),
+            Err(_) => warn!("resigning timed out; the lease will expire"),
+        }
+    }
+}

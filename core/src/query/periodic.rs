@@ -1,0 +1,123 @@
+//! Queries of durable periodic schedules (`pgmill_periodic`).
+
+use chrono::{DateTime, Utc};
+
+use crate::driver::{FromRow, Row, Statement};
+use crate::error::Result;
+use crate::job::JobId;
+use crate::query::Query;
+use crate::schema::Schema;
+
+/// A periodic job's schedule state and statistics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PeriodicRow {
+    /// The periodic job's name.
+    pub name: String,
+    /// Its schedule, as text (a cron expression or `every <duration>`).
+    pub schedule: String,
+    /// When it is due next.
+    pub next_run_at: DateTime<Utc>,
+    /// True while paused.
+    pub paused: bool,
+    /// When a job was last enqueued for it.
+    pub last_run_at: Option<DateTime<Utc>>,
+    /// The job last enqueued.
+    pub last_job_id: Option<JobId>,
+    /// When a run last completed.
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// When a run last ended discarded or cancelled.
+    pub last_failure_at: Option<DateTime<Utc>>,
+    /// Jobs enqueued.
+    pub run_count: i64,
+    /// Runs completed.
+    pub success_count: i64,
+    /// Runs discarded or cancelled.
+    pub failure_count: i64,
+    /// Runs failed since the last success.
+    pub consecutive_failures: i64,
+}
+
+impl FromRow for PeriodicRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(PeriodicRow {
+            name: row.take("name")?,
+            schedule: row.take("schedule")?,
+            next_run_at: row.take("next_run_at")?,
+            paused: row.take("paused")?,
+            last_run_at: row.take("last_run_at")?,
+            last_job_id: row.take::<Option<i64>>("last_job_id")?.map(JobId),
+            last_success_at: row.take("last_success_at")?,
+            last_failure_at: row.take("last_failure_at")?,
+            run_count: row.take("run_count")?,
+            success_count: row.take("success_count")?,
+            failure_count: row.take("failure_count")?,
+            consecutive_failures: row.take("consecutive_failures")?,
+        })
+    }
+}
+
+/// A due periodic job, locked for enqueuing, with the database time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DuePeriodic {
+    pub(crate) name: String,
+    pub(crate) next_run_at: DateTime<Utc>,
+    pub(crate) db_now: DateTime<Utc>,
+}
+
+impl FromRow for DuePeriodic {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(DuePeriodic {
+            name: row.take("name")?,
+            next_run_at: row.take("next_run_at")?,
+            db_now: row.take("db_now")?,
+        })
+    }
+}
+
+pub(crate) fn periodic_upsert(
+    schema: &Schema,
+    name: &str,
+    schedule: &str,
+    first_run: DateTime<Utc>,
+) -> Statement {
+    schema
+        .statement(Query::PeriodicUpsert)
+        .bind(name)
+        .bind(schedule)
+        .bind(first_run)
+}
+
+pub(crate) fn periodic_db_now(schema: &Schema) -> Statement {
+    schema.statement(Query::PeriodicDbNow)
+}
+
+pub(crate) fn periodic_get_due(schema: &Schema, names: Vec<String>) -> Statement {
+    schema.statement(Query::PeriodicGetDue).bind(names)
+}
+
+pub(crate) fn periodic_advance(
+    schema: &Schema,
+    name: &str,
+    consumed: DateTime<Utc>,
+    next: DateTime<Utc>,
+    job: Option<JobId>,
+) -> Statement {
+    schema
+        .statement(Query::PeriodicAdvance)
+        .bind(name)
+        .bind(consumed)
+        .bind(next)
+        .bind(job.map(|j| j.0))
+}
+
+pub(crate) fn periodic_set_paused(schema: &Schema, name: &str, paused: bool) -> Statement {
+    schema
+        .statement(Query::PeriodicSetPaused)
+        .bind(name)
+        .bind(paused)
+}
+
+pub(crate) fn periodic_list(schema: &Schema, only: Option<&str>) -> Statement {
+    schema.statement(Query::PeriodicList).bind(only)
+}
