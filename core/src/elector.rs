@@ -67,13 +67,14 @@ impl ElectorConfig {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct Elector<D: Driver> {
     pub(crate) driver: D,
     pub(crate) schema: Schema,
     pub(crate) client_id: String,
     pub(crate) config: ElectorConfig,
     /// True while this client leads.
-    pub(crate) is_leader: watch::Sender<bool>,
+    pub(crate) is_leader: Arc<watch::Sender<bool>>,
     /// Woken by leadership notifications (a resignation): try to take over now.
     pub(crate) kick: Arc<Notify>,
 }
@@ -142,7 +143,11 @@ impl<D: Driver> Elector<D> {
         self.is_leader.send_replace(false);
     }
 
-    async fn query(&self, stmt: &crate::driver::Statement, limit: Duration) -> Result<Option<LeaderRow>> {
+    async fn query(
+        &self,
+        stmt: &crate::driver::Statement,
+        limit: Duration,
+    ) -> Result<Option<LeaderRow>> {
         tokio::time::timeout(limit, async {
             let mut conn = self.driver.acquire().await?;
             conn.query_opt(stmt).await

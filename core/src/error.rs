@@ -44,6 +44,9 @@ pub enum Error {
     /// A migration could not be planned or applied.
     #[error("migration failed: {0}")]
     Migration(String),
+    /// A concurrent change got in the way; retrying later is safe.
+    #[error("conflict: {0}")]
+    Conflict(String),
     /// The driver does not offer this operation.
     #[error("{0} is not supported by this driver")]
     Unsupported(&'static str),

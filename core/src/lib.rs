@@ -30,8 +30,10 @@ mod client;
 mod completer;
 mod debouncer;
 pub mod driver;
+mod elector;
 mod error;
 mod event;
+mod heartbeat;
 mod ident;
 mod job;
 mod job_args;
@@ -39,6 +41,7 @@ mod job_executor;
 mod maintenance;
 mod migrator;
 mod notifier;
+mod periodic;
 mod producer;
 mod query;
 mod retry_policy;
@@ -55,16 +58,24 @@ pub use completer::{
     CompleterConfig, DEFAULT_AVAILABLE_WITHIN, DEFAULT_COMPLETER_BUFFER, DEFAULT_COMPLETER_LINGER,
     DEFAULT_COMPLETER_MAX_BATCH,
 };
+pub use elector::{DEFAULT_ELECT_INTERVAL, DEFAULT_LEADER_LEASE, ElectorConfig};
 pub use event::{Event, EventKind, Subscription};
+pub use heartbeat::DEFAULT_HEARTBEAT_INTERVAL;
 pub use job::{AttemptError, JobId, JobRow, JobState};
 pub use job_args::{
     DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE, InsertOpts, InsertParams, JobArgs,
     MIN_PRIORITY,
 };
 pub use maintenance::{
-    DEFAULT_SCHEDULER_INTERVAL, DEFAULT_SCHEDULER_LIMIT, JobScheduler, JobSchedulerConfig,
-    JobSchedulerRunOnceResult,
+    DEFAULT_CANCELLED_RETENTION, DEFAULT_CLIENT_TIMEOUT, DEFAULT_COMPLETED_RETENTION,
+    DEFAULT_DISCARDED_RETENTION, DEFAULT_PERIODIC_INTERVAL, DEFAULT_QUEUE_RETENTION,
+    DEFAULT_RESCUE_AFTER, DEFAULT_RESCUER_INTERVAL, DEFAULT_SCHEDULER_INTERVAL,
+    DEFAULT_SCHEDULER_LIMIT, DEFAULT_SUPERVISOR_BACKOFF, JobCleaner, JobCleanerConfig,
+    JobCleanerRunOnceResult, JobRescuer, JobRescuerConfig, JobRescuerRunOnceResult, JobScheduler,
+    JobSchedulerConfig, JobSchedulerRunOnceResult, PeriodicEnqueuerRunOnceResult, QueueCleaner,
+    QueueCleanerConfig, QueueCleanerRunOnceResult,
 };
+pub use periodic::{MissedTicks, PeriodicJob, Schedule};
 pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
 pub use worker::{BoxError, Job, JobError, Worker, Workers};
 
@@ -75,5 +86,5 @@ pub use error::{
 };
 pub use ident::{MAX_NAME_LEN, MAX_SCHEMA_LEN, quote_ident, validate_name, validate_schema_name};
 pub use migrator::{Direction, MigrateReport, MigrationStatus, Migrator};
-pub use query::{JobListPage, JobListParams, MigrationRow, QueueRow};
+pub use query::{JobListPage, JobListParams, LeaderRow, MigrationRow, PeriodicRow, QueueRow};
 pub use schema::{SCHEMA_MARKER, Schema};

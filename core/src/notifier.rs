@@ -102,6 +102,7 @@ impl NotificationRouter {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct Notifier<D: Driver> {
     pub(crate) driver: D,
     pub(crate) schema: Schema,

@@ -34,7 +34,7 @@ pub(crate) struct QueueHandle {
     wake: Notify,
     paused: AtomicBool,
     resync: AtomicBool,
-    running: Mutex<HashMap<JobId, CancellationToken>>,
+    running: Mutex<HashMap<JobId, (i16, CancellationToken)>>,
 }
 
 impl QueueHandle {
@@ -63,14 +63,22 @@ impl QueueHandle {
 
     /// Cancels a job running in this producer, if it is.
     pub(crate) fn cancel_job(&self, id: JobId) {
-        if let Some(token) = self.lock_running().get(&id) {
+        if let Some((_, token)) = self.lock_running().get(&id) {
             info!(job_id = id.0, "cancelling a running job on request");
             token.cancel();
         }
     }
 
-    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, CancellationToken>> {
+    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, (i16, CancellationToken)>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The jobs running in this producer, with the attempt each runs.
+    pub(crate) fn running_attempts(&self) -> Vec<(JobId, i16)> {
+        self.lock_running()
+            .iter()
+            .map(|(id, (attempt, _))| (*id, *attempt))
+            .collect()
     }
 
     fn running_ids(&self) -> Vec<JobId> {
@@ -78,6 +86,7 @@ impl QueueHandle {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct Producer<D: Driver> {
     pub(crate) driver: D,
     pub(crate) queue: String,
@@ -209,7 +218,9 @@ impl<D: Driver> Producer<D> {
                     .try_acquire_owned()
                     .expect("a slot is free for every fetched job");
                 let cancel = kill.child_token();
-                self.handle.lock_running().insert(job.id, cancel.clone());
+                self.handle
+                    .lock_running()
+                    .insert(job.id, (job.attempt, cancel.clone()));
                 let executor = self.executor.clone();
                 let kill = kill.clone();
                 let handle = Arc::clone(&self.handle);

@@ -6,10 +6,16 @@ use std::time::Duration;
 
 use crate::completer::CompleterConfig;
 use crate::driver::Driver;
+use crate::elector::ElectorConfig;
 use crate::error::{Error, Result};
+use crate::heartbeat::DEFAULT_HEARTBEAT_INTERVAL;
 use crate::ident::validate_name;
 use crate::job_args::JobArgs;
-use crate::maintenance::JobSchedulerConfig;
+use crate::maintenance::{
+    DEFAULT_PERIODIC_INTERVAL, DEFAULT_SUPERVISOR_BACKOFF, JobCleanerConfig, JobRescuerConfig,
+    JobSchedulerConfig, QueueCleanerConfig,
+};
+use crate::periodic::PeriodicJob;
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
 use crate::worker::{Worker, Workers};
@@ -75,6 +81,22 @@ pub struct Config {
     /// How often a producer refreshes its queue's row (and re-reads its pause state) when
     /// notifications are on. Default 30 s.
     pub queue_refresh_interval: Duration,
+    /// How often the client refreshes its liveness row. Default 3 s.
+    pub heartbeat_interval: Duration,
+    /// Leader election settings.
+    pub elector: ElectorConfig,
+    /// The rescuer's settings (leader only).
+    pub rescuer: JobRescuerConfig,
+    /// The cleaner's settings (leader only).
+    pub cleaner: JobCleanerConfig,
+    /// The queue cleaner's settings (leader only).
+    pub queue_cleaner: QueueCleanerConfig,
+    /// Periodic jobs the leader enqueues.
+    pub periodic_jobs: Vec<PeriodicJob>,
+    /// Time between periodic enqueuer passes. Default 1 s.
+    pub periodic_interval: Duration,
+    /// Time before a panicked service is restarted. Default 10 s.
+    pub supervisor_backoff: Duration,
 }
 
 impl Default for Config {
@@ -94,6 +116,14 @@ impl Default for Config {
             poll_only: false,
             insert_notify_cooldown: Some(crate::debouncer::DEFAULT_INSERT_NOTIFY_COOLDOWN),
             queue_refresh_interval: DEFAULT_QUEUE_REFRESH_INTERVAL,
+            heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
+            elector: ElectorConfig::default(),
+            rescuer: JobRescuerConfig::default(),
+            cleaner: JobCleanerConfig::default(),
+            queue_cleaner: QueueCleanerConfig::default(),
+            periodic_jobs: Vec::new(),
+            periodic_interval: DEFAULT_PERIODIC_INTERVAL,
+            supervisor_backoff: DEFAULT_SUPERVISOR_BACKOFF,
         }
     }
 }
@@ -130,6 +160,30 @@ impl Config {
         if self.scheduler.interval.is_zero() || self.scheduler.limit == 0 {
             return invalid("scheduler interval and limit must be positive".into());
         }
+        if self.heartbeat_interval.is_zero()
+            || self.periodic_interval.is_zero()
+            || self.supervisor_backoff.is_zero()
+        {
+            return invalid(
+                "heartbeat_interval, periodic_interval and supervisor_backoff must be positive"
+                    .into(),
+            );
+        }
+        if self.heartbeat_interval >= self.rescuer.client_timeout {
+            return invalid(
+                "heartbeat_interval must be shorter than the rescuer's client_timeout".into(),
+            );
+        }
+        let mut names = BTreeSet::new();
+        for p in &self.periodic_jobs {
+            if !names.insert(p.name()) {
+                return invalid(format!("periodic job {:?} is defined twice", p.name()));
+            }
+        }
+        if !self.periodic_jobs.is_empty() && self.queues.is_empty() {
+            return invalid("periodic jobs need a client that works queues (it may lead)".into());
+        }
+        self.elector.validate()?;
         if self.queue_refresh_interval.is_zero() {
             return invalid("queue_refresh_interval must be positive".into());
         }
@@ -259,6 +313,48 @@ impl<D: Driver> ClientBuilder<D> {
     /// Sets the insert notification cooldown (`None`: send none).
     pub fn insert_notify_cooldown(mut self, cooldown: Option<Duration>) -> Self {
         self.config.insert_notify_cooldown = cooldown;
+        self
+    }
+
+    /// Adds a periodic job.
+    pub fn periodic(mut self, job: PeriodicJob) -> Self {
+        self.config.periodic_jobs.push(job);
+        self
+    }
+
+    /// Sets leader election.
+    pub fn elector(mut self, elector: ElectorConfig) -> Self {
+        self.config.elector = elector;
+        self
+    }
+
+    /// Sets the rescuer's settings.
+    pub fn rescuer(mut self, rescuer: JobRescuerConfig) -> Self {
+        self.config.rescuer = rescuer;
+        self
+    }
+
+    /// Sets the cleaner's settings.
+    pub fn cleaner(mut self, cleaner: JobCleanerConfig) -> Self {
+        self.config.cleaner = cleaner;
+        self
+    }
+
+    /// Sets the heartbeat interval.
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.config.heartbeat_interval = interval;
+        self
+    }
+
+    /// Sets the time between periodic enqueuer passes.
+    pub fn periodic_interval(mut self, interval: Duration) -> Self {
+        self.config.periodic_interval = interval;
+        self
+    }
+
+    /// Sets how long a panicked service waits before restarting.
+    pub fn supervisor_backoff(mut self, backoff: Duration) -> Self {
+        self.config.supervisor_backoff = backoff;
         self
     }
 

@@ -16,27 +16,35 @@ use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
-use tokio::sync::{Mutex, mpsc};
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::{Mutex, Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::completer::{BatchCompleter, CompleterStats};
 use crate::driver::{Driver, Executor, Transaction};
+use crate::elector::Elector;
 use crate::error::Result;
 use crate::event::{EventSender, Subscription};
+use crate::heartbeat::Heartbeat;
 use crate::ident::validate_name;
 use crate::job::JobState;
 use crate::job::{JobId, JobRow};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
-use crate::maintenance::JobScheduler;
+use crate::maintenance::{
+    JobCleaner, JobRescuer, JobScheduler, PeriodicEnqueuer, QueueCleaner, supervise,
+};
 use crate::migrator::{MigrateReport, Migrator};
 use crate::notifier::{ControlMessage, NotificationRouter, Notifier};
 use crate::producer::{Producer, QueueHandle};
 use crate::query::{
-    JobListPage, JobListParams, QueueName, QueueRow, job_cancel, job_delete, job_get_by_id,
-    job_list, job_list_page, job_notify_insert, job_release_pending, job_retry,
-    queue_control_notify, queue_list, queue_pause, queue_resume,
+    JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueRow, job_cancel,
+    job_delete, job_get_by_id, job_list, job_list_page, job_notify_insert, job_release_pending,
+    job_retry, leader_get, periodic_list, periodic_set_paused, queue_control_notify, queue_list,
+    queue_pause, queue_resume,
 };
 use crate::schema::Schema;
 use crate::service::Service;
@@ -78,15 +86,99 @@ struct ClientInner<D: Driver> {
     events: Arc<EventSender>,
     stats: Arc<CompleterStats>,
     queues: HashMap<String, Arc<QueueHandle>>,
+    is_leader: Arc<watch::Sender<bool>>,
     running: Mutex<Option<Running>>,
 }
 
 /// The tasks of a started client.
 struct Running {
     producers: Vec<Service>,
-    maintenance: Vec<Service>,
     completer: Service,
+    background: Vec<Service>,
     kill: CancellationToken,
+}
+
+/// Spawns `run(stop)` under a supervisor as a [`Service`].
+async fn spawn_supervised<F, Fut>(name: &'static str, backoff: Duration, run: F) -> Service
+where
+    F: Fn(CancellationToken) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let service = Service::new();
+    let stop = service.token();
+    service
+        .start(supervise(name, backoff, stop.clone(), move || {
+            run(stop.clone())
+        }))
+        .await;
+    service
+}
+
+/// The services that run only while this client leads.
+struct LeaderServices<D: Driver> {
+    scheduler: JobScheduler<D>,
+    rescuer: JobRescuer<D>,
+    cleaner: JobCleaner<D>,
+    queue_cleaner: QueueCleaner<D>,
+    periodic: PeriodicEnqueuer<D>,
+    queues: HashMap<String, Arc<QueueHandle>>,
+    backoff: Duration,
+}
+
+impl<D: Driver> LeaderServices<D> {
+    /// Runs the services during each term this client leads, until `stop`.
+    async fn run_while_leader(self, mut is_leader: watch::Receiver<bool>, stop: CancellationToken) {
+        loop {
+            while !*is_leader.borrow_and_update() {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    changed = is_leader.changed() => if changed.is_err() { return },
+                }
+            }
+            let term = stop.child_token();
+            let mut tasks = tokio::task::JoinSet::new();
+            let b = self.backoff;
+            let (scheduler, queues) = (self.scheduler.clone(), self.queues.clone());
+            let t = term.clone();
+            tasks.spawn(supervise("job_scheduler", b, t.clone(), move || {
+                let queues = queues.clone();
+                scheduler.clone().run(t.clone(), move |r| {
+                    for queue in r.num_jobs_by_queue.keys() {
+                        if let Some(h) = queues.get(queue) {
+                            h.wake();
+                        }
+                    }
+                })
+            }));
+            let (rescuer, t) = (self.rescuer.clone(), term.clone());
+            tasks.spawn(supervise("job_rescuer", b, t.clone(), move || {
+                rescuer.clone().run(t.clone())
+            }));
+            let (cleaner, t) = (self.cleaner.clone(), term.clone());
+            tasks.spawn(supervise("job_cleaner", b, t.clone(), move || {
+                cleaner.clone().run(t.clone())
+            }));
+            let (queue_cleaner, t) = (self.queue_cleaner.clone(), term.clone());
+            tasks.spawn(supervise("queue_cleaner", b, t.clone(), move || {
+                queue_cleaner.clone().run(t.clone())
+            }));
+            let (periodic, t) = (self.periodic.clone(), term.clone());
+            tasks.spawn(supervise("periodic_enqueuer", b, t.clone(), move || {
+                periodic.clone().run(t.clone())
+            }));
+            while *is_leader.borrow_and_update() {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    changed = is_leader.changed() => if changed.is_err() { break },
+                }
+            }
+            term.cancel();
+            while tasks.join_next().await.is_some() {}
+            if stop.is_cancelled() {
+                return;
+            }
+        }
+    }
 }
 
 impl<D: Driver> fmt::Debug for Client<D> {
@@ -145,6 +237,7 @@ impl<D: Driver> Client<D> {
                 workers,
                 inserter,
                 queues,
+                is_leader: Arc::new(watch::Sender::new(false)),
                 running: Mutex::new(None),
             }),
         }
@@ -205,6 +298,11 @@ impl<D: Driver> Client<D> {
     /// Starts working the configured queues in the background; returns once started. Starting a
     /// started client does nothing.
     ///
+    /// A working client runs one producer per queue, the batched completer, the notifier (unless
+    /// polling only), its heartbeat and the elector; while it leads it also runs the scheduler,
+    /// rescuer, cleaners and periodic enqueuer. Every background loop but the completer runs under
+    /// a supervisor that restarts it after a panic.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for bad maintenance settings.
@@ -213,24 +311,26 @@ impl<D: Driver> Client<D> {
         if running.is_some() {
             return Ok(());
         }
-        let cfg = &self.inner.config;
+        let inner = &self.inner;
+        let cfg = &inner.config;
+        let backoff = cfg.supervisor_backoff;
         let (tx, rx) = mpsc::channel(cfg.completer.buffer);
         let completer = Service::new();
         let stopping = completer.token();
         completer
             .start(
                 BatchCompleter {
-                    driver: self.inner.driver.clone(),
+                    driver: inner.driver.clone(),
                     schema: cfg.schema.clone(),
                     config: cfg.completer.clone(),
-                    events: Arc::clone(&self.inner.events),
-                    stats: Arc::clone(&self.inner.stats),
+                    events: Arc::clone(&inner.events),
+                    stats: Arc::clone(&inner.stats),
                 }
                 .run(rx, stopping),
             )
             .await;
         let executor = JobExecutor {
-            workers: self.inner.workers.clone(),
+            workers: inner.workers.clone(),
             schema: cfg.schema.clone(),
             retry_policy: Arc::clone(&cfg.retry_policy),
             default_timeout: cfg.job_timeout,
@@ -240,68 +340,122 @@ impl<D: Driver> Client<D> {
         let mut producers = Vec::new();
         for (queue, q) in &cfg.queues {
             let producer = Producer {
-                driver: self.inner.driver.clone(),
+                driver: inner.driver.clone(),
                 queue: queue.clone(),
-                client_id: self.inner.id.clone(),
+                client_id: inner.id.clone(),
                 max_workers: q.max_workers,
                 fetch_limit: cfg.fetch_limit,
                 poll_interval: cfg.poll_interval,
                 poll_only: self.poll_only(),
                 refresh_interval: cfg.queue_refresh_interval,
                 executor: executor.clone(),
-                handle: Arc::clone(&self.inner.queues[queue]),
+                handle: Arc::clone(&inner.queues[queue]),
             };
             let service = Service::new();
+            let (stop, kill) = (service.token(), kill.clone());
             service
-                .start(producer.run(service.token(), kill.clone()))
+                .start(supervise("producer", backoff, stop.clone(), move || {
+                    producer.clone().run(stop.clone(), kill.clone())
+                }))
                 .await;
             producers.push(service);
         }
         // The producers hold the only senders now: the completer ends after the last job.
         drop(executor);
-        let mut maintenance = Vec::new();
+        let mut background = Vec::new();
         if !cfg.queues.is_empty() {
-            // Until leader election exists every working client runs the scheduler; its UPDATE
-            // skips rows another scheduler holds, so running it twice only costs a query.
-            let scheduler = JobScheduler::new(
-                self.inner.driver.clone(),
-                cfg.schema.clone(),
-                cfg.scheduler.clone(),
-            )?;
-            let queues = self.inner.queues.clone();
-            let service = Service::new();
-            service
-                .start(scheduler.run(service.token(), move |r| {
-                    for queue in r.num_jobs_by_queue.keys() {
-                        if let Some(h) = queues.get(queue) {
-                            h.wake();
-                        }
-                    }
-                }))
-                .await;
-            maintenance.push(service);
+            let kick = Arc::new(Notify::new());
+            background.push(self.start_leadership(Arc::clone(&kick)).await?);
             if !self.poll_only() {
                 let notifier = Notifier {
-                    driver: self.inner.driver.clone(),
+                    driver: inner.driver.clone(),
                     schema: cfg.schema.clone(),
                     router: NotificationRouter {
-                        queues: self.inner.queues.clone(),
-                        on_leadership: None,
+                        queues: inner.queues.clone(),
+                        on_leadership: Some(Arc::new(move |_payload: &str| kick.notify_one())),
                     },
                 };
-                let service = Service::new();
-                service.start(notifier.run(service.token())).await;
-                maintenance.push(service);
+                background.push(
+                    spawn_supervised("notifier", backoff, move |stop| notifier.clone().run(stop))
+                        .await,
+                );
             }
+            let heartbeat = Heartbeat {
+                driver: inner.driver.clone(),
+                schema: cfg.schema.clone(),
+                client_id: inner.id.clone(),
+                interval: cfg.heartbeat_interval,
+                queues: inner.queues.clone(),
+            };
+            background.push(
+                spawn_supervised("heartbeat", backoff, move |stop| {
+                    heartbeat.clone().run(stop)
+                })
+                .await,
+            );
         }
         *running = Some(Running {
             producers,
-            maintenance,
             completer,
+            background,
             kill,
         });
-        info!(client_id = %self.inner.id, queues = ?cfg.queues.keys().collect::<Vec<_>>(), "client started");
+        info!(client_id = %inner.id, queues = ?cfg.queues.keys().collect::<Vec<_>>(), "client started");
         Ok(())
+    }
+
+    /// Starts the elector and the services that run while this client leads.
+    async fn start_leadership(&self, kick: Arc<Notify>) -> Result<Service> {
+        let inner = &self.inner;
+        let cfg = &inner.config;
+        let (driver, schema) = (inner.driver.clone(), cfg.schema.clone());
+        let elector = Elector {
+            driver: driver.clone(),
+            schema: schema.clone(),
+            client_id: inner.id.clone(),
+            config: cfg.elector.clone(),
+            is_leader: Arc::clone(&inner.is_leader),
+            kick,
+        };
+        let leader = LeaderServices {
+            scheduler: JobScheduler::new(driver.clone(), schema.clone(), cfg.scheduler.clone())?,
+            rescuer: JobRescuer::new(driver.clone(), schema.clone(), cfg.rescuer.clone())?,
+            cleaner: JobCleaner::new(driver.clone(), schema.clone(), cfg.cleaner.clone())?,
+            queue_cleaner: QueueCleaner::new(
+                driver.clone(),
+                schema.clone(),
+                cfg.queue_cleaner.clone(),
+            )?,
+            periodic: PeriodicEnqueuer {
+                driver,
+                schema,
+                inserter: inner.inserter.clone(),
+                jobs: Arc::new(
+                    cfg.periodic_jobs
+                        .iter()
+                        .map(|p| (p.name().to_owned(), p.clone()))
+                        .collect(),
+                ),
+                interval: cfg.periodic_interval,
+            },
+            queues: inner.queues.clone(),
+            backoff: cfg.supervisor_backoff,
+        };
+        let is_leader = inner.is_leader.subscribe();
+        let backoff = cfg.supervisor_backoff;
+        let service = Service::new();
+        let stop = service.token();
+        service
+            .start(async move {
+                let elector_task = tokio::spawn(supervise("elector", backoff, stop.clone(), {
+                    let stop = stop.clone();
+                    move || elector.clone().run(stop.clone())
+                }));
+                leader.run_while_leader(is_leader, stop).await;
+                let _ = elector_task.await;
+            })
+            .await;
+        Ok(service)
     }
 
     /// Soft stop: fetches nothing more, waits for running jobs to finish and their outcomes to be
@@ -323,13 +477,81 @@ impl<D: Driver> Client<D> {
         if hard {
             running.kill.cancel();
         }
-        for s in running.maintenance.iter().chain(&running.producers) {
-            s.stop().await;
+        for p in &running.producers {
+            p.stop().await;
         }
         // Every sender is gone once the producers' jobs ended: the completer drains and ends.
         running.completer.token().cancel();
         running.completer.join().await;
+        // Last: leadership (resigning), the notifier, and the heartbeat, which removes the
+        // client's row only now that none of its jobs runs.
+        for s in &running.background {
+            s.stop().await;
+        }
         info!(client_id = %self.inner.id, hard, "client stopped");
+    }
+
+    /// True while this client is the leader of its schema.
+    pub fn is_leader(&self) -> bool {
+        *self.inner.is_leader.borrow()
+    }
+
+    /// The current leadership term, if any (possibly expired).
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn leader(&self) -> Result<Option<LeaderRow>> {
+        let mut conn = self.inner.driver.acquire().await?;
+        conn.query_opt(&leader_get(self.schema())).await
+    }
+
+    /// Every periodic job registered in the schema, with its statistics.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn periodic_list(&self) -> Result<Vec<PeriodicRow>> {
+        let mut conn = self.inner.driver.acquire().await?;
+        conn.query_as(&periodic_list(self.schema(), None)).await
+    }
+
+    /// One periodic job with its statistics, `None` if not registered.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn periodic_get(&self, name: &str) -> Result<Option<PeriodicRow>> {
+        let mut conn = self.inner.driver.acquire().await?;
+        conn.query_opt(&periodic_list(self.schema(), Some(name)))
+            .await
+    }
+
+    /// Pauses a periodic job: its ticks are not enqueued until resumed (then the missed-ticks
+    /// policy applies). Returns false when no such periodic job is registered.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn periodic_pause(&self, name: &str) -> Result<bool> {
+        self.periodic_set_paused(name, true).await
+    }
+
+    /// Resumes a paused periodic job. Returns false when no such periodic job is registered.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn periodic_resume(&self, name: &str) -> Result<bool> {
+        self.periodic_set_paused(name, false).await
+    }
+
+    async fn periodic_set_paused(&self, name: &str, paused: bool) -> Result<bool> {
+        let mut conn = self.inner.driver.acquire().await?;
+        let found: Option<QueueName> = conn
+            .query_opt(&periodic_set_paused(self.schema(), name, paused))
+            .await?;
+        Ok(found.is_some())
     }
 
     /// True when this client only polls: configured so, or the driver has no listener.

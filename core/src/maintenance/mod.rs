@@ -2,10 +2,32 @@
 //!
 //! Each service has the same skeleton: a config with documented defaults, `new` validating it, a
 //! loop around `run_once` (which tests call directly), and a failed pass that logs and continues.
+//! The scheduler, rescuer, cleaners and periodic enqueuer run only on the leader, each under the
+//! [supervisor](supervise), which restarts a service that panics.
 
+mod job_cleaner;
+mod job_rescuer;
 mod job_scheduler;
+mod periodic_enqueuer;
+mod queue_cleaner;
+mod supervisor;
 
+pub use job_cleaner::{
+    DEFAULT_CANCELLED_RETENTION, DEFAULT_COMPLETED_RETENTION, DEFAULT_DISCARDED_RETENTION,
+    JobCleaner, JobCleanerConfig, JobCleanerRunOnceResult,
+};
+pub use job_rescuer::{
+    DEFAULT_CLIENT_TIMEOUT, DEFAULT_RESCUE_AFTER, DEFAULT_RESCUER_INTERVAL, JobRescuer,
+    JobRescuerConfig, JobRescuerRunOnceResult,
+};
 pub use job_scheduler::{
     DEFAULT_SCHEDULER_INTERVAL, DEFAULT_SCHEDULER_LIMIT, JobScheduler, JobSchedulerConfig,
     JobSchedulerRunOnceResult,
 };
+pub(crate) use periodic_enqueuer::PeriodicEnqueuer;
+pub use periodic_enqueuer::{DEFAULT_PERIODIC_INTERVAL, PeriodicEnqueuerRunOnceResult};
+pub use queue_cleaner::{
+    DEFAULT_QUEUE_RETENTION, QueueCleaner, QueueCleanerConfig, QueueCleanerRunOnceResult,
+};
+pub use supervisor::DEFAULT_SUPERVISOR_BACKOFF;
+pub(crate) use supervisor::supervise;

@@ -35,8 +35,13 @@ pub(crate) async fn supervise<F, Fut>(
                     .unwrap_or_else(|| "non-string panic".to_owned());
                 error!(service = name, panic = %message, ?backoff, "service panicked; restarting after backoff");
             }
-            Err(e) => error!(service = name, error = %e, "service task failed; restarting after backoff"),
-            Ok(()) => warn!(service = name, "service ended on its own; restarting after backoff"),
+            Err(e) => {
+                error!(service = name, error = %e, "service task failed; restarting after backoff")
+            }
+            Ok(()) => warn!(
+                service = name,
+                "service ended on its own; restarting after backoff"
+            ),
         }
         tokio::select! {
             () = stop.cancelled() => return,

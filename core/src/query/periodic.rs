@@ -80,12 +80,14 @@ pub(crate) fn periodic_upsert(
     name: &str,
     schedule: &str,
     first_run: DateTime<Utc>,
+    run_now: bool,
 ) -> Statement {
     schema
         .statement(Query::PeriodicUpsert)
         .bind(name)
         .bind(schedule)
         .bind(first_run)
+        .bind(run_now)
 }
 
 pub(crate) fn periodic_db_now(schema: &Schema) -> Statement {

@@ -1,0 +1,185 @@
+//! The rescuer: gives running jobs of dead clients back to the queue.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, info, info_span, warn};
+
+use crate::driver::{Driver, Executor};
+use crate::error::{Error, Result};
+use crate::job::JobState;
+use crate::query::{
+    ClientIdRow, RescuedRow, job_get_running_clients, job_notify_insert, job_rescue,
+};
+use crate::schema::Schema;
+
+/// Default [`JobRescuerConfig::interval`].
+pub const DEFAULT_RESCUER_INTERVAL: Duration = Duration::from_secs(5);
+/// Default [`JobRescuerConfig::client_timeout`].
+pub const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default [`JobRescuerConfig::rescue_after`].
+pub const DEFAULT_RESCUE_AFTER: Duration = Duration::from_secs(3600);
+
+const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Settings of the [`JobRescuer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobRescuerConfig {
+    /// Time between passes. Default 5 s.
+    pub interval: Duration,
+    /// A client whose heartbeat is older than this is dead, and its running jobs are rescued.
+    /// Also how long a client's row must have been missing (seen by this rescuer) before its jobs
+    /// are rescued, so clients re-register after a database restart first. Default 15 s: with the
+    /// default 3 s heartbeat and 5 s passes, a killed worker's jobs run again within about 25 s.
+    pub client_timeout: Duration,
+    /// Running jobs of live clients are rescued only after running this long: set it above your
+    /// longest job timeout. Default 1 h.
+    pub rescue_after: Duration,
+    /// Most jobs one query rescues. Default 1,000.
+    pub limit: usize,
+}
+
+impl Default for JobRescuerConfig {
+    fn default() -> Self {
+        JobRescuerConfig {
+            interval: DEFAULT_RESCUER_INTERVAL,
+            client_timeout: DEFAULT_CLIENT_TIMEOUT,
+            rescue_after: DEFAULT_RESCUE_AFTER,
+            limit: 1_000,
+        }
+    }
+}
+
+/// What one rescuer pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobRescuerRunOnceResult {
+    /// Jobs made available again.
+    pub num_jobs_rescued: usize,
+    /// Jobs discarded because they had no attempts left.
+    pub num_jobs_discarded: usize,
+}
+
+/// Rescues running jobs of dead clients (heartbeat expired, or row missing past a grace period)
+/// and jobs past the hard deadline: available again, or discarded when out of attempts, with the
+/// reason recorded. It never looks at kinds, so it never discards a job for its kind.
+#[derive(Debug, Clone)]
+pub struct JobRescuer<D: Driver> {
+    driver: D,
+    schema: Schema,
+    config: JobRescuerConfig,
+    missing_since: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+impl<D: Driver> JobRescuer<D> {
+    /// A rescuer for `schema`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for zero intervals or limit.
+    pub fn new(driver: D, schema: Schema, config: JobRescuerConfig) -> Result<Self> {
+        if config.interval.is_zero()
+            || config.client_timeout.is_zero()
+            || config.rescue_after.is_zero()
+            || config.limit == 0
+        {
+            return Err(Error::InvalidConfig(
+                "rescuer interval, client_timeout, rescue_after and limit must be positive".into(),
+            ));
+        }
+        Ok(JobRescuer {
+            driver,
+            schema,
+            config,
+            missing_since: Arc::default(),
+        })
+    }
+
+    /// One pass.
+    ///
+    /// # Errors
+    ///
+    /// The database error, or [`Error::Timeout`].
+    pub async fn run_once(&self) -> Result<JobRescuerRunOnceResult> {
+        tokio::time::timeout(QUERY_TIMEOUT, self.pass())
+            .await
+            .map_err(|_| Error::Timeout("job rescuer pass"))?
+    }
+
+    async fn pass(&self) -> Result<JobRescuerRunOnceResult> {
+        let mut conn = self.driver.acquire().await?;
+        let missing: Vec<ClientIdRow> = conn
+            .query_as(&job_get_running_clients(&self.schema))
+            .await?;
+        let expired: Vec<String> = {
+            let now = Instant::now();
+            let mut seen = self.missing_since.lock().unwrap_or_else(|p| p.into_inner());
+            seen.retain(|id, _| missing.iter().any(|m| &m.0 == id));
+            missing
+                .into_iter()
+                .filter(|ClientIdRow(id)| {
+                    now.duration_since(*seen.entry(id.clone()).or_insert(now))
+                        >= self.config.client_timeout
+                })
+                .map(|ClientIdRow(id)| id)
+                .collect()
+        };
+        let timeout = TimeDelta::from_std(self.config.client_timeout).unwrap_or(TimeDelta::MAX);
+        let deadline = TimeDelta::from_std(self.config.rescue_after).unwrap_or(TimeDelta::MAX);
+        let mut result = JobRescuerRunOnceResult::default();
+        loop {
+            let stmt = job_rescue(
+                &self.schema,
+                timeout,
+                expired.clone(),
+                deadline,
+                self.config.limit,
+            );
+            let rows: Vec<RescuedRow> = conn.query_as(&stmt).await?;
+            let mut queues = BTreeMap::new();
+            for r in &rows {
+                if r.state == JobState::Discarded {
+                    result.num_jobs_discarded += 1;
+                } else {
+                    result.num_jobs_rescued += 1;
+                    queues.insert(r.queue.clone(), ());
+                }
+            }
+            if !queues.is_empty() {
+                let queues = queues.into_keys().collect();
+                conn.execute(&job_notify_insert(&self.schema, queues))
+                    .await?;
+            }
+            if rows.len() < self.config.limit {
+                return Ok(result);
+            }
+        }
+    }
+
+    pub(crate) async fn run(self, stop: CancellationToken) {
+        async move {
+            loop {
+                match self.run_once().await {
+                    Ok(r) if r.num_jobs_rescued + r.num_jobs_discarded > 0 => info!(
+                        num_jobs_rescued = r.num_jobs_rescued,
+                        num_jobs_discarded = r.num_jobs_discarded,
+                        "rescued jobs of dead clients"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => warn!(error = %e, "job rescuer pass failed"),
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(self.config.interval) => {}
+                }
+            }
+        }
+        .instrument(info_span!("job_rescuer"))
+        .await
+    }
+}

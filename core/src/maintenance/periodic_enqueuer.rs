@@ -1,0 +1,144 @@
+//! The periodic enqueuer: enqueues due ticks of periodic jobs, each in the transaction that
+//! advances its schedule.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, debug, info_span, warn};
+
+use crate::client::Inserter;
+use crate::driver::{Driver, Executor, Transaction};
+use crate::error::{Error, Result};
+use crate::periodic::{MissedTicks, PeriodicJob};
+use crate::query::{
+    DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_upsert,
+};
+use crate::schema::Schema;
+
+/// Default interval between periodic enqueuer passes.
+pub const DEFAULT_PERIODIC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What one enqueuer pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PeriodicEnqueuerRunOnceResult {
+    /// Jobs enqueued.
+    pub num_jobs_enqueued: usize,
+    /// Missed ticks skipped by [`MissedTicks::Skip`].
+    pub num_ticks_skipped: usize,
+}
+
+/// Registers the client's periodic jobs and enqueues their due ticks.
+#[derive(Clone)]
+pub(crate) struct PeriodicEnqueuer<D: Driver> {
+    pub(crate) driver: D,
+    pub(crate) schema: Schema,
+    pub(crate) inserter: Inserter,
+    pub(crate) jobs: Arc<HashMap<String, PeriodicJob>>,
+    pub(crate) interval: Duration,
+}
+
+impl<D: Driver> PeriodicEnqueuer<D> {
+    /// Registers every schedule (keeping the next run of unchanged ones).
+    pub(crate) async fn register(&self) -> Result<()> {
+        if self.jobs.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.driver.acquire().await?;
+        let now = conn.query_scalar(&periodic_db_now(&self.schema)).await?;
+        for job in self.jobs.values() {
+            let first = if job.runs_on_start() {
+                now
+            } else {
+                job.schedule().first_after(now)?
+            };
+            let stmt = periodic_upsert(
+                &self.schema,
+                job.name(),
+                &job.schedule().describe(),
+                first,
+                job.runs_on_start(),
+            );
+            conn.execute(&stmt).await?;
+        }
+        Ok(())
+    }
+
+    /// One pass: every due tick, each in its own transaction with its job.
+    pub(crate) async fn run_once(&self) -> Result<PeriodicEnqueuerRunOnceResult> {
+        let mut result = PeriodicEnqueuerRunOnceResult::default();
+        if self.jobs.is_empty() {
+            return Ok(result);
+        }
+        let mut conn = self.driver.acquire().await?;
+        let mut tx = conn.begin().await?;
+        let names: Vec<String> = self.jobs.keys().cloned().collect();
+        let due: Vec<DuePeriodic> = tx.query_as(&periodic_get_due(&self.schema, names)).await?;
+        for tick in due {
+            let Some(job) = self.jobs.get(&tick.name) else {
+                continue;
+            };
+            let schedule = job.schedule();
+            let missed = schedule.next_after(tick.next_run_at, tick.next_run_at)? <= tick.db_now;
+            let next = schedule.next_after(tick.next_run_at, tick.db_now)?;
+            let job_id = if missed && job.missed() == MissedTicks::Skip {
+                result.num_ticks_skipped += 1;
+                None
+            } else {
+                let params = job.make_job()?;
+                let rows = self.inserter.insert_many(&mut tx, &[params]).await?;
+                result.num_jobs_enqueued += 1;
+                rows.first().map(|r| r.id)
+            };
+            let advanced = tx
+                .execute(&periodic_advance(
+                    &self.schema,
+                    &tick.name,
+                    tick.next_run_at,
+                    next,
+                    job_id,
+                ))
+                .await?;
+            if advanced != 1 {
+                return Err(Error::Conflict(format!(
+                    "periodic job {} advanced by someone else mid-tick",
+                    tick.name
+                )));
+            }
+        }
+        tx.commit().await?;
+        Ok(result)
+    }
+
+    pub(crate) async fn run(self, stop: CancellationToken) {
+        async move {
+            if let Err(e) = self.register().await {
+                warn!(error = %e, "registering periodic jobs failed; retrying next pass");
+            }
+            loop {
+                match self.run_once().await {
+                    Ok(r) if r.num_jobs_enqueued + r.num_ticks_skipped > 0 => debug!(
+                        num_jobs_enqueued = r.num_jobs_enqueued,
+                        num_ticks_skipped = r.num_ticks_skipped,
+                        "periodic ticks"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => {
+                        warn!(error = %e, "periodic enqueuer pass failed");
+                        if let Err(e) = self.register().await {
+                            debug!(error = %e, "re-registering periodic jobs failed");
+                        }
+                    }
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(self.interval) => {}
+                }
+            }
+        }
+        .instrument(info_span!("periodic_enqueuer"))
+        .await
+    }
+}
