@@ -25,6 +25,7 @@ use tracing::{debug, warn};
 use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventSender};
+use crate::in_flight::InFlight;
 use crate::job::{JobId, JobRow};
 use crate::query::{SetStateParams, SetStateResult, job_set_state_if_running_many};
 use crate::schema::Schema;
@@ -164,6 +165,7 @@ pub(crate) struct CompleterStats {
 }
 
 pub(crate) struct BatchCompleter<D: Driver> {
+    pub(crate) in_flight: Arc<InFlight>,
     pub(crate) driver: D,
     pub(crate) schema: Schema,
     pub(crate) config: CompleterConfig,
@@ -195,6 +197,7 @@ impl<D: Driver> BatchCompleter<D> {
                 }
             }
             self.flush_with_retry(&mut batch, &stopping).await;
+            self.in_flight.remove_all(batch.iter().map(|c| c.job.id));
             batch.clear();
         }
     }

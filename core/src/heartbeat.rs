@@ -7,18 +7,26 @@
 //! with the old primary) back to `running` under its name, before the rescuer, which waits a grace
 //! period before rescuing jobs of clients without a row, could hand them to someone else.
 
-use std::collections::HashMap;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::driver::{Driver, Executor, Row};
+use crate::driver::{Driver, Executor, FromRow, Row};
 use crate::error::Result;
-use crate::producer::QueueHandle;
-use crate::query::{client_delete, client_heartbeat, client_register, job_reassert_running};
+use crate::in_flight::InFlight;
+use crate::job::JobId;
+use crate::query::{
+    client_delete, client_heartbeat, client_register, job_notify_insert, job_reassert_running,
+    job_release_orphaned,
+};
 use crate::schema::Schema;
+
+/// How long after detecting a restart the client keeps releasing jobs whose outcome was lost.
+const RECOVERY_WINDOW: Duration = Duration::from_secs(3);
 
 /// Default interval between heartbeats.
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(3);
@@ -29,7 +37,7 @@ pub(crate) struct Heartbeat<D: Driver> {
     pub(crate) schema: Schema,
     pub(crate) client_id: String,
     pub(crate) interval: Duration,
-    pub(crate) queues: HashMap<String, Arc<QueueHandle>>,
+    pub(crate) in_flight: Arc<InFlight>,
 }
 
 impl<D: Driver> Heartbeat<D> {
@@ -37,10 +45,25 @@ impl<D: Driver> Heartbeat<D> {
         let span = info_span!("heartbeat", client_id = %self.client_id);
         async move {
             let mut registered = false;
+            // After a restart, jobs whose outcome was lost are released over a few beats spanning
+            // at least RECOVERY_WINDOW, so the release's one-second margin for fresh fetches passes.
+            let mut recovering: Option<(u32, Instant)> = None;
             loop {
                 match self.beat(registered).await {
-                    Ok(()) => registered = true,
+                    Ok(restarted) => {
+                        registered = true;
+                        if restarted {
+                            recovering = Some((3, Instant::now() + RECOVERY_WINDOW));
+                        }
+                    }
                     Err(e) => warn!(error = %e, "heartbeat failed"),
+                }
+                if let Some((beats, until)) = recovering {
+                    match self.release_orphaned().await {
+                        Ok(()) if beats <= 1 && Instant::now() >= until => recovering = None,
+                        Ok(()) => recovering = Some((beats.saturating_sub(1), until)),
+                        Err(e) => warn!(error = %e, "releasing jobs with lost outcomes failed"),
+                    }
                 }
                 tokio::select! {
                     () = stop.cancelled() => break,
@@ -61,14 +84,15 @@ impl<D: Driver> Heartbeat<D> {
         .await
     }
 
-    /// One heartbeat; re-registers (and re-asserts in-flight jobs) when the row is gone.
-    pub(crate) async fn beat(&self, registered: bool) -> Result<()> {
+    /// One heartbeat; re-registers (and re-asserts in-flight jobs) when the row is gone. True when
+    /// the row was gone although this client had registered: the database restarted or failed over.
+    pub(crate) async fn beat(&self, registered: bool) -> Result<bool> {
         let mut conn = self.driver.acquire().await?;
         let alive: Option<Row> = conn
             .query_opt(&client_heartbeat(&self.schema, &self.client_id))
             .await?;
         if alive.is_some() {
-            return Ok(());
+            return Ok(false);
         }
         let host = hostname::get()
             .ok()
@@ -79,13 +103,9 @@ impl<D: Driver> Heartbeat<D> {
             .await?;
         if !registered {
             debug!("client registered");
-            return Ok(());
+            return Ok(false);
         }
-        let running: Vec<_> = self
-            .queues
-            .values()
-            .flat_map(|h| h.running_attempts())
-            .collect();
+        let running = self.in_flight.snapshot();
         let reasserted: i64 = if running.is_empty() {
             0
         } else {
@@ -101,6 +121,45 @@ impl<D: Driver> Heartbeat<D> {
             num_reasserted = reasserted,
             "client row was gone (database restart or failover): re-registered"
         );
+        Ok(true)
+    }
+
+    /// Releases running jobs attributed to this client that it no longer owns.
+    async fn release_orphaned(&self) -> Result<()> {
+        let owned: Vec<JobId> = self
+            .in_flight
+            .snapshot()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        let mut conn = self.driver.acquire().await?;
+        let released: Vec<RescuedQueue> = conn
+            .query_as(&job_release_orphaned(&self.schema, &self.client_id, &owned))
+            .await?;
+        if !released.is_empty() {
+            info!(
+                num_released = released.len(),
+                "released jobs whose outcome the restart lost"
+            );
+            let queues: BTreeSet<String> = released.into_iter().map(|r| r.queue).collect();
+            conn.execute(&job_notify_insert(
+                &self.schema,
+                queues.into_iter().collect(),
+            ))
+            .await?;
+        }
         Ok(())
+    }
+}
+
+struct RescuedQueue {
+    queue: String,
+}
+
+impl FromRow for RescuedQueue {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(RescuedQueue {
+            queue: row.take("queue")?,
+        })
     }
 }

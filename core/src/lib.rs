@@ -35,6 +35,7 @@ mod error;
 mod event;
 mod heartbeat;
 mod ident;
+mod in_flight;
 mod job;
 mod job_args;
 mod job_executor;

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::driver::{Driver, Executor};
+use crate::in_flight::InFlight;
 use crate::job::JobId;
 use crate::job_executor::JobExecutor;
 use crate::query::{
@@ -34,7 +35,7 @@ pub(crate) struct QueueHandle {
     wake: Notify,
     paused: AtomicBool,
     resync: AtomicBool,
-    running: Mutex<HashMap<JobId, (i16, CancellationToken)>>,
+    running: Mutex<HashMap<JobId, CancellationToken>>,
 }
 
 impl QueueHandle {
@@ -63,22 +64,14 @@ impl QueueHandle {
 
     /// Cancels a job running in this producer, if it is.
     pub(crate) fn cancel_job(&self, id: JobId) {
-        if let Some((_, token)) = self.lock_running().get(&id) {
+        if let Some(token) = self.lock_running().get(&id) {
             info!(job_id = id.0, "cancelling a running job on request");
             token.cancel();
         }
     }
 
-    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, (i16, CancellationToken)>> {
+    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, CancellationToken>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The jobs running in this producer, with the attempt each runs.
-    pub(crate) fn running_attempts(&self) -> Vec<(JobId, i16)> {
-        self.lock_running()
-            .iter()
-            .map(|(id, (attempt, _))| (*id, *attempt))
-            .collect()
     }
 
     fn running_ids(&self) -> Vec<JobId> {
@@ -98,6 +91,7 @@ pub(crate) struct Producer<D: Driver> {
     pub(crate) refresh_interval: Duration,
     pub(crate) executor: JobExecutor,
     pub(crate) handle: Arc<QueueHandle>,
+    pub(crate) in_flight: Arc<InFlight>,
 }
 
 impl<D: Driver> Producer<D> {
@@ -213,14 +207,15 @@ impl<D: Driver> Producer<D> {
                 .await?
             };
             let fetched = jobs.len();
+            for job in &jobs {
+                self.in_flight.add(job.id, job.attempt);
+            }
             for job in jobs {
                 let permit = Arc::clone(slots)
                     .try_acquire_owned()
                     .expect("a slot is free for every fetched job");
                 let cancel = kill.child_token();
-                self.handle
-                    .lock_running()
-                    .insert(job.id, (job.attempt, cancel.clone()));
+                self.handle.lock_running().insert(job.id, cancel.clone());
                 let executor = self.executor.clone();
                 let kill = kill.clone();
                 let handle = Arc::clone(&self.handle);

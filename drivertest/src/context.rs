@@ -24,7 +24,16 @@ impl<D: Driver> TestContext<D> {
     ///
     /// When the database cannot be reached: tests fail loudly.
     pub async fn new<H: Harness<Driver = D>>() -> Self {
-        let url = testdb::url();
+        Self::on::<H>(testdb::url()).await
+    }
+
+    /// Like [`TestContext::new`], on the database at `url` (e.g. a private [`Cluster`](crate::testdb::Cluster)).
+    ///
+    /// # Panics
+    ///
+    /// When the database cannot be reached.
+    pub async fn on<H: Harness<Driver = D>>(url: String) -> Self {
+        init_logging();
         let driver = H::connect(&url, 6).await.expect("driver connects");
         let schema = Schema::new(&testdb::fresh_schema_name()).expect("valid schema name");
         let ctx = TestContext {
@@ -92,4 +101,17 @@ impl<D: Driver> TestContext<D> {
             .await
             .expect("count query")
     }
+}
+
+/// Logs to the test output when `RUST_LOG` is set (e.g. `RUST_LOG=pgmill=debug`).
+fn init_logging() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("RUST_LOG").is_some() {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+                .with_test_writer()
+                .try_init();
+        }
+    });
 }

@@ -14,6 +14,7 @@
 
 pub mod cases;
 mod context;
+pub mod doomed;
 mod harness;
 pub mod scripted;
 pub mod testdb;
@@ -72,6 +73,26 @@ macro_rules! conformance_suite {
             job_scheduler {
                 due_jobs_become_available_and_keep_their_time,
                 batches_are_bounded_and_repeated, client_runs_a_job_scheduled_ahead,
+            }
+            leadership {
+                a_lone_client_leads_and_resigns_on_stop, resignation_hands_over_at_once,
+                five_clients_never_overlap_and_a_dead_leader_is_replaced,
+            }
+            maintenance {
+                jobs_of_a_killed_worker_are_rescued,
+                live_jobs_are_rescued_only_past_the_hard_deadline,
+                missing_client_rows_get_a_grace_period,
+                cleaner_deletes_finalized_jobs_past_retention, queue_cleaner_removes_stale_queues,
+                failing_services_recover_and_the_client_keeps_working,
+            }
+            periodic {
+                each_tick_is_enqueued_once_with_several_clients,
+                missed_ticks_are_caught_up_once_or_skipped, run_on_start_and_pause_resume,
+                statistics_count_failures_and_reset_the_streak,
+                concurrent_completions_update_statistics_exactly,
+            }
+            failover {
+                crash_restart_while_jobs_run_loses_nothing,
             }
             client_admin {
                 get_returns_the_job_or_none, list_filters_and_paginates_with_a_cursor,

@@ -30,6 +30,7 @@ use crate::error::Result;
 use crate::event::{EventSender, Subscription};
 use crate::heartbeat::Heartbeat;
 use crate::ident::validate_name;
+use crate::in_flight::InFlight;
 use crate::job::JobState;
 use crate::job::{JobId, JobRow};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
@@ -87,6 +88,7 @@ struct ClientInner<D: Driver> {
     stats: Arc<CompleterStats>,
     queues: HashMap<String, Arc<QueueHandle>>,
     is_leader: Arc<watch::Sender<bool>>,
+    in_flight: Arc<InFlight>,
     running: Mutex<Option<Running>>,
 }
 
@@ -238,6 +240,7 @@ impl<D: Driver> Client<D> {
                 inserter,
                 queues,
                 is_leader: Arc::new(watch::Sender::new(false)),
+                in_flight: Arc::default(),
                 running: Mutex::new(None),
             }),
         }
@@ -320,6 +323,7 @@ impl<D: Driver> Client<D> {
         completer
             .start(
                 BatchCompleter {
+                    in_flight: Arc::clone(&inner.in_flight),
                     driver: inner.driver.clone(),
                     schema: cfg.schema.clone(),
                     config: cfg.completer.clone(),
@@ -350,6 +354,7 @@ impl<D: Driver> Client<D> {
                 refresh_interval: cfg.queue_refresh_interval,
                 executor: executor.clone(),
                 handle: Arc::clone(&inner.queues[queue]),
+                in_flight: Arc::clone(&inner.in_flight),
             };
             let service = Service::new();
             let (stop, kill) = (service.token(), kill.clone());
@@ -385,7 +390,7 @@ impl<D: Driver> Client<D> {
                 schema: cfg.schema.clone(),
                 client_id: inner.id.clone(),
                 interval: cfg.heartbeat_interval,
-                queues: inner.queues.clone(),
+                in_flight: Arc::clone(&inner.in_flight),
             };
             background.push(
                 spawn_supervised("heartbeat", backoff, move |stop| {

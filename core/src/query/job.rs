@@ -337,6 +337,13 @@ pub(crate) fn job_reassert_running(
         .bind(client_id)
 }
 
+pub(crate) fn job_release_orphaned(schema: &Schema, client_id: &str, owned: &[JobId]) -> Statement {
+    schema
+        .statement(Query::JobReleaseOrphaned)
+        .bind(client_id)
+        .bind(owned.iter().map(|id| id.0).collect::<Vec<_>>())
+}
+
 pub(crate) fn job_delete_finalized(
     schema: &Schema,
     completed: Option<TimeDelta>,

@@ -13,8 +13,8 @@ pub(crate) use job::{
     ClientIdRow, IdRow, RescuedRow, SetStateParams, SetStateResult, job_cancel, job_copy_available,
     job_delete, job_delete_finalized, job_get_available, job_get_by_id, job_get_cancel_requested,
     job_get_running_clients, job_insert_many, job_list, job_list_page, job_reassert_running,
-    job_release_pending, job_rescue, job_retry, job_set_state_if_running_many,
-    queue_delete_expired,
+    job_release_orphaned, job_release_pending, job_rescue, job_retry,
+    job_set_state_if_running_many, queue_delete_expired,
 };
 pub use job::{JobListPage, JobListParams};
 pub use leader::LeaderRow;
@@ -63,6 +63,7 @@ queries! {
     JobDeleteFinalized => "job/job_delete_finalized.sql",
     JobGetRunningClients => "job/job_get_running_clients.sql",
     JobReassertRunning => "job/job_reassert_running.sql",
+    JobReleaseOrphaned => "job/job_release_orphaned.sql",
     JobRescue => "job/job_rescue.sql",
     LeaderAttemptElect => "leader/leader_attempt_elect.sql",
     LeaderAttemptReelect => "leader/leader_attempt_reelect.sql",

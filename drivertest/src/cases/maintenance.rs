@@ -1,0 +1,285 @@
+//! Rescue of dead workers' jobs, the hard deadline, cleaners, and supervision of failing services.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use pgmill::driver::Executor;
+use pgmill::{
+    Client, InsertOpts, JobCleaner, JobCleanerConfig, JobRescuer, JobRescuerConfig, JobState,
+    QueueCleaner, QueueCleanerConfig,
+};
+
+use crate::doomed::DoomedProcess;
+use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
+use crate::{Harness, TestContext};
+
+fn fast_rescuer() -> JobRescuerConfig {
+    let mut r = JobRescuerConfig::default();
+    r.interval = Duration::from_millis(200);
+    r.client_timeout = Duration::from_secs(1);
+    r
+}
+
+/// Jobs running in a worker process that dies are rescued once its heartbeat expires, and run to
+/// completion elsewhere, with the rescue recorded; a job out of attempts is discarded.
+pub async fn jobs_of_a_killed_worker_are_rescued<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let doomed = DoomedProcess::new();
+    let (url, schema) = (ctx.url.clone(), ctx.schema.clone());
+    doomed
+        .run(async move {
+            let driver = H::connect(&url, 4).await.unwrap();
+            let hang = ScriptedWorker::new(|_| async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(())
+            });
+            let c = Client::builder(driver)
+                .schema(schema)
+                .queue("default", 5)
+                .heartbeat_interval(Duration::from_millis(200))
+                .rescuer(fast_rescuer())
+                .job_timeout(None)
+                .worker(hang)
+                .build()
+                .unwrap();
+            c.start().await.unwrap();
+            c
+        })
+        .await;
+    let inserter = pgmill::Inserter::new(ctx.schema.clone());
+    let mut conn = ctx.conn().await;
+    for n in 0..4 {
+        inserter.insert(&mut conn, Task { n }).await.unwrap();
+    }
+    let last = inserter
+        .insert_with(&mut conn, Task { n: 4 }, InsertOpts::new().max_attempts(1))
+        .await
+        .unwrap();
+    wait_for("all running in the doomed worker", async || {
+        count_in(&ctx, JobState::Running).await == 5
+    })
+    .await;
+    doomed.kill();
+
+    let worker = ScriptedWorker::ok();
+    let survivor = test_client(&ctx)
+        .queue("default", 5)
+        .heartbeat_interval(Duration::from_millis(200))
+        .rescuer(fast_rescuer())
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    survivor.start().await.unwrap();
+    wait_for("rescued and completed", async || {
+        count_in(&ctx, JobState::Completed).await == 4
+            && count_in(&ctx, JobState::Discarded).await == 1
+    })
+    .await;
+    survivor.stop().await;
+    let page = survivor
+        .job_list(&pgmill::JobListParams::new())
+        .await
+        .unwrap();
+    for job in &page.jobs {
+        assert!(job.errors[0].error.contains("rescued"), "{:?}", job.errors);
+    }
+    assert_eq!(
+        survivor.job_get(last.id).await.unwrap().unwrap().state,
+        JobState::Discarded
+    );
+    assert_eq!(worker.total_runs(), 4);
+}
+
+/// A job of a live client is rescued only past the hard deadline; the late outcome of the slow
+/// attempt is then superseded.
+pub async fn live_jobs_are_rescued_only_past_the_hard_deadline<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let worker = ScriptedWorker::new(|run| async move {
+        if run.n == 1 && run.attempt == 1 {
+            tokio::time::sleep(Duration::from_millis(2_500)).await;
+        }
+        Ok(())
+    });
+    let mut r = fast_rescuer();
+    r.rescue_after = Duration::from_millis(1_000);
+    let client = test_client(&ctx)
+        .queue("default", 4)
+        .heartbeat_interval(Duration::from_millis(200))
+        .rescuer(r)
+        .job_timeout(None)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let slow = client.insert(Task { n: 1 }).await.unwrap();
+    let quick = client.insert(Task { n: 2 }).await.unwrap();
+    wait_for("both completed", async || {
+        count_in(&ctx, JobState::Completed).await == 2
+    })
+    .await;
+    wait_for("the slow attempt reported", async || {
+        client.stats().superseded_results == 1
+    })
+    .await;
+    client.stop().await;
+    let slow = client.job_get(slow.id).await.unwrap().unwrap();
+    assert_eq!(slow.attempt, 2);
+    assert!(
+        slow.errors[0].error.contains("hard deadline"),
+        "{:?}",
+        slow.errors
+    );
+    let quick = client.job_get(quick.id).await.unwrap().unwrap();
+    assert_eq!((quick.attempt, quick.errors.len()), (1, 0));
+}
+
+/// Jobs of a client whose row is missing (as after a database restart) are rescued only after the
+/// grace period, giving live clients time to re-register.
+pub async fn missing_client_rows_get_a_grace_period<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    ctx.conn()
+        .await
+        .execute(&ctx.stmt(
+            "UPDATE {schema}.pgmill_job SET state = 'running', attempt = 1, attempted_at = now(), \
+             attempted_by = '{ghost}' WHERE id = $1::bigint",
+        ).bind(job.id.0))
+        .await
+        .unwrap();
+    let mut config = JobRescuerConfig::default();
+    config.client_timeout = Duration::from_millis(500);
+    let rescuer = JobRescuer::new(ctx.driver.clone(), ctx.schema.clone(), config).unwrap();
+    assert_eq!(
+        rescuer.run_once().await.unwrap().num_jobs_rescued,
+        0,
+        "grace period"
+    );
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(rescuer.run_once().await.unwrap().num_jobs_rescued, 1);
+    assert_eq!(
+        client.job_get(job.id).await.unwrap().unwrap().state,
+        JobState::Available
+    );
+}
+
+/// The cleaner deletes finished jobs past each state's retention, in bounded batches, and keeps
+/// states whose retention is `None`.
+pub async fn cleaner_deletes_finalized_jobs_past_retention<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_job (kind, state, finalized_at) \
+         SELECT 'k', s::{schema}.pgmill_job_state, now() - age::interval \
+         FROM (VALUES ('completed', '2 days'), ('cancelled', '2 days'), ('discarded', '2 days'), \
+                      ('discarded', '8 days'), ('completed', '1 hour')) AS v(s, age), \
+              generate_series(1, 25);\
+         INSERT INTO {schema}.pgmill_job (kind) SELECT 'k' FROM generate_series(1, 5);",
+    ))
+    .await;
+    let mut config = JobCleanerConfig::default();
+    config.batch_size = 10;
+    let cleaner = JobCleaner::new(ctx.driver.clone(), ctx.schema.clone(), config.clone()).unwrap();
+    assert_eq!(cleaner.run_once().await.unwrap().num_jobs_deleted, 75);
+    assert_eq!(ctx.count("pgmill_job").await, 25 + 25 + 5);
+    config.discarded_retention = None;
+    config.completed_retention = Some(Duration::from_secs(60));
+    let keep_discarded = JobCleaner::new(ctx.driver.clone(), ctx.schema.clone(), config).unwrap();
+    assert_eq!(
+        keep_discarded.run_once().await.unwrap().num_jobs_deleted,
+        25
+    );
+    assert_eq!(count_in(&ctx, JobState::Discarded).await, 25);
+    assert_eq!(count_in(&ctx, JobState::Available).await, 5);
+}
+
+/// The queue cleaner removes queues no producer refreshed within the retention.
+pub async fn queue_cleaner_removes_stale_queues<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_queue (name, updated_at) VALUES \
+         ('stale', now() - interval '25 hours'), ('fresh', now() - interval '1 hour')",
+    ))
+    .await;
+    let cleaner = QueueCleaner::new(
+        ctx.driver.clone(),
+        ctx.schema.clone(),
+        QueueCleanerConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(cleaner.run_once().await.unwrap().num_queues_deleted, 1);
+    let client = test_client(&ctx).build().unwrap();
+    let names: Vec<String> = client
+        .queue_list()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|q| q.name)
+        .collect();
+    assert_eq!(names, ["fresh"]);
+}
+
+/// A service that keeps failing (its table is gone for a while) logs and retries, a panicking one
+/// is restarted by the supervisor, and the client keeps working jobs throughout.
+pub async fn failing_services_recover_and_the_client_keeps_working<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    ctx.script(
+        &ctx.schema
+            .render("ALTER TABLE {schema}.pgmill_leader RENAME TO pgmill_leader_away"),
+    )
+    .await;
+    let calls = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&calls);
+    let panicky = pgmill::PeriodicJob::new(
+        "panicky",
+        pgmill::Schedule::every(Duration::from_secs(3600)).unwrap(),
+        move || {
+            if counter.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("injected failure in a periodic job's constructor");
+            }
+            Task { n: 99 }
+        },
+    )
+    .unwrap()
+    .run_on_start(true);
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .periodic(panicky)
+        .periodic_interval(Duration::from_millis(50))
+        .supervisor_backoff(Duration::from_millis(200))
+        .elector({
+            let mut e = pgmill::ElectorConfig::default();
+            e.interval = Duration::from_millis(100);
+            e.lease = Duration::from_millis(1_000);
+            e
+        })
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("work goes on while election fails", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    assert!(!client.is_leader());
+    ctx.script(
+        &ctx.schema
+            .render("ALTER TABLE {schema}.pgmill_leader_away RENAME TO pgmill_leader"),
+    )
+    .await;
+    wait_for("elected once the table is back", async || {
+        client.is_leader()
+    })
+    .await;
+    wait_for("the periodic job ran after the panic", async || {
+        count_in(&ctx, JobState::Completed).await == 2
+    })
+    .await;
+    client.stop().await;
+    assert!(
+        calls.load(Ordering::SeqCst) >= 2,
+        "the constructor was called again after the panic"
+    );
+}
