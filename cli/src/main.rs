@@ -107,7 +107,15 @@ mod tests {
     fn migrate_sql_renders_into_the_schema() {
         let out = run(cli(&["migrate", "sql", "--schema", "jobs"])).unwrap();
         assert!(out.contains("CREATE TABLE \"jobs\".pgmill_job"));
-        let down = run(cli(&["migrate", "sql", "--direction", "down", "--version", "1"])).unwrap();
+        let down = run(cli(&[
+            "migrate",
+            "sql",
+            "--direction",
+            "down",
+            "--version",
+            "1",
+        ]))
+        .unwrap();
         assert!(down.contains("DROP TABLE \"public\".pgmill_job"));
     }
 

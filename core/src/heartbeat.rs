@@ -58,6 +58,9 @@ impl<D: Driver> Heartbeat<D> {
                     }
                     Err(e) => warn!(error = %e, "heartbeat failed"),
                 }
+                if self.in_flight.take_reconcile() && recovering.is_none() {
+                    recovering = Some((3, Instant::now() + RECOVERY_WINDOW));
+                }
                 if let Some((beats, until)) = recovering {
                     match self.release_orphaned().await {
                         Ok(()) if beats <= 1 && Instant::now() >= until => recovering = None,
@@ -139,7 +142,7 @@ impl<D: Driver> Heartbeat<D> {
         if !released.is_empty() {
             info!(
                 num_released = released.len(),
-                "released jobs whose outcome the restart lost"
+                "released orphaned jobs (lost connection, restart or failover)"
             );
             let queues: BTreeSet<String> = released.into_iter().map(|r| r.queue).collect();
             conn.execute(&job_notify_insert(

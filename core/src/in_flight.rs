@@ -1,12 +1,14 @@
 //! The jobs a client owns: fetched and not yet durably recorded.
 //!
 //! A job enters when a producer fetches it and leaves when the completer's flush recording its
-//! outcome succeeds. After a database restart or failover the heartbeat uses this set to tell
-//! which `running` rows are still this client's business (re-assert them) and which lost their
-//! outcome with the lost commits (release them).
+//! outcome succeeds. After a database restart or failover, or a fetch lost with its connection,
+//! the heartbeat uses this set to tell which `running` rows are still this client's business
+//! (re-assert them) and which are orphans: claims whose reply was lost, or outcomes lost with the
+//! lost commits (release them).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::job::JobId;
 
@@ -14,6 +16,7 @@ use crate::job::JobId;
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     jobs: Mutex<HashMap<JobId, i16>>,
+    reconcile: AtomicBool,
 }
 
 impl InFlight {
@@ -30,6 +33,17 @@ impl InFlight {
         for id in ids {
             jobs.remove(&id);
         }
+    }
+
+    /// Asks the heartbeat to release jobs this client may own without knowing it: a fetch failed
+    /// with a lost connection, so it may have committed claims whose reply never arrived.
+    pub(crate) fn request_reconcile(&self) {
+        self.reconcile.store(true, Ordering::SeqCst);
+    }
+
+    /// Takes a pending reconcile request.
+    pub(crate) fn take_reconcile(&self) -> bool {
+        self.reconcile.swap(false, Ordering::SeqCst)
     }
 
     pub(crate) fn snapshot(&self) -> Vec<(JobId, i16)> {

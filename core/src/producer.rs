@@ -115,6 +115,10 @@ impl<D: Driver> Producer<D> {
                         Ok(()) => backoff = Duration::from_millis(100),
                         Err(e) => {
                             warn!(error = %e, "fetch failed; backing off");
+                            if e.is_connection_lost() {
+                                // The claim may have committed with its reply lost.
+                                self.in_flight.request_reconcile();
+                            }
                             tokio::select! {
                                 () = stop.cancelled() => break,
                                 () = tokio::time::sleep(backoff) => {}

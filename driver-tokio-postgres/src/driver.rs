@@ -26,7 +26,7 @@ use crate::listener::TokioPostgresListener;
 /// use pgmill_driver_tokio_postgres::TokioPostgresDriver;
 ///
 /// # async fn run() -> pgmill::Result<()> {
-/// let driver = TokioPostgresDriver::connect("postgres://localhost/app", 8)?;
+/// let driver = TokioPostgresDriver::connect("postgres://localhost/app", 8).await?;
 /// let mut conn = driver.acquire().await?;
 /// let n: i64 = conn.query_scalar(&Statement::new("select 1::bigint as n")).await?;
 /// # Ok(())
@@ -41,15 +41,16 @@ pub struct TokioPostgresDriver {
 impl TokioPostgresDriver {
     /// Builds a driver over a new pool of at most `max_size` connections to `url`, without TLS.
     ///
-    /// Connections are opened lazily, on first checkout. The pool recycles connections with
-    /// [`RecyclingMethod::Fast`] (a closed connection is replaced; no query is run on checkout).
-    /// For TLS, timeouts or other pool settings, build the pool yourself and use
-    /// [`TokioPostgresDriver::from_pool`].
+    /// Opens one connection to check that the database can be reached; it stays in the pool. The
+    /// pool recycles connections with [`RecyclingMethod::Fast`] (a closed connection is replaced;
+    /// no query is run on checkout). For TLS, timeouts or other pool settings, build the pool
+    /// yourself and use [`TokioPostgresDriver::from_pool`].
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] when `url` does not parse or `max_size` is zero.
-    pub fn connect(url: &str, max_size: usize) -> Result<Self> {
+    /// [`Error::InvalidConfig`] when `url` does not parse or `max_size` is zero; the connection
+    /// error when the database cannot be reached.
+    pub async fn connect(url: &str, max_size: usize) -> Result<Self> {
         let config: Config = url
             .parse()
             .map_err(|e| Error::InvalidConfig(format!("invalid Postgres URL: {e}")))?;
@@ -69,6 +70,7 @@ impl TokioPostgresDriver {
             .max_size(max_size)
             .build()
             .map_err(|e| Error::InvalidConfig(format!("cannot build the pool: {e}")))?;
+        drop(pool.get().await.map_err(pool_error)?);
         Ok(Self::from_pool(pool, config))
     }
 
@@ -109,6 +111,6 @@ impl Driver for TokioPostgresDriver {
     }
 
     async fn listener(&self) -> Result<TokioPostgresListener> {
-        TokioPostgresListener::connect(Config::clone(&self.listener_config)).await
+        TokioPostgresListener::connect(Arc::clone(&self.listener_config)).await
     }
 }

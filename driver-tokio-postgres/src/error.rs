@@ -30,7 +30,7 @@ pub(crate) fn db_error(e: tokio_postgres::Error) -> Error {
             message.push_str(detail);
         }
         let err = if sqlstate_ends_connection(&code) {
-            connection_lost(&code, &message)
+            DbError::new(DbErrorKind::ConnectionLost, message).with_code(code)
         } else {
             DbError::server(code, message)
         };
@@ -42,14 +42,6 @@ pub(crate) fn db_error(e: tokio_postgres::Error) -> Error {
         None => e.to_string(),
     };
     DbError::new(kind, message).with_source(e).into()
-}
-
-/// A lost connection reported by a server error.
-///
-/// Core's `DbError` cannot yet carry a SQLSTATE on a [`DbErrorKind::ConnectionLost`] error
-/// (`DbError::server` always builds [`DbErrorKind::Server`]), so the code goes into the message.
-fn connection_lost(code: &str, message: &str) -> DbError {
-    DbError::new(DbErrorKind::ConnectionLost, format!("{code}: {message}"))
 }
 
 /// The kind of a tokio-postgres error that carries no server error.

@@ -8,6 +8,7 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 
@@ -15,8 +16,8 @@ use bytes::{Buf, BufMut, Bytes, BytesMut};
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use deadpool_postgres::Object;
 use futures_util::SinkExt;
-use pgmill::Result;
 use pgmill::driver::{CopyIn, Executor, PgType, Row, Statement, Transaction, Value};
+use pgmill::{InsertOpts, InsertParams, Inserter, JobArgs, JobRow, Result};
 use postgres_types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, GenericClient};
 
@@ -50,7 +51,10 @@ impl TokioPostgresConnection {
 }
 
 impl Executor for TokioPostgresConnection {
-    type Transaction<'t> = TokioPostgresTransaction<'t>;
+    type Transaction<'t>
+        = TokioPostgresTransaction<'t>
+    where
+        Self: 't;
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
         execute(self.client(), stmt).await
@@ -106,7 +110,8 @@ where
 
 impl<C> fmt::Debug for TokioPostgresExecutor<'_, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TokioPostgresExecutor").finish_non_exhaustive()
+        f.debug_struct("TokioPostgresExecutor")
+            .finish_non_exhaustive()
     }
 }
 
@@ -142,6 +147,117 @@ where
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         copy_in(self.client.client(), copy).await
+    }
+}
+
+/// Enqueues jobs (and runs any of pgmill's statements) on your own tokio-postgres client or
+/// transaction.
+///
+/// Implemented for everything that implements `tokio_postgres::GenericClient`: a `Client` and a
+/// `Transaction`. deadpool-postgres's `Object` and `Transaction` deref to those, so the methods work
+/// on them too (write `(&mut **obj).insert_job(..)` where method lookup needs help). Jobs inserted
+/// in a transaction exist once it commits and never if it rolls back.
+///
+/// Core operations that open a savepoint of their own ([`Inserter::insert_bulk`],
+/// [`Migrator::up`](pgmill::Migrator::up)) also run on `&mut tx.pgmill()`.
+///
+/// # Examples
+///
+/// ```no_run
+/// use pgmill::{Inserter, JobArgs, Schema};
+/// use pgmill_driver_tokio_postgres::GenericClientExt;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct SendEmail {
+///     to: String,
+/// }
+///
+/// impl JobArgs for SendEmail {
+///     const KIND: &'static str = "send_email";
+/// }
+///
+/// # async fn run(client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// let inserter = Inserter::new(Schema::public());
+/// let mut tx = client.transaction().await?;
+/// tx.execute("UPDATE users SET invited = true WHERE id = $1", &[&7_i64])
+///     .await?;
+/// let job = tx
+///     .insert_job(&inserter, SendEmail { to: "a@example.com".into() })
+///     .await?;
+/// tx.commit().await?;
+/// # let _ = job;
+/// # Ok(())
+/// # }
+/// ```
+pub trait GenericClientExt: GenericClient + Send + Sync + Sized {
+    /// Borrows this client or transaction as a pgmill [`Executor`], for any of pgmill's
+    /// operations.
+    fn pgmill(&mut self) -> TokioPostgresExecutor<'_, Self>;
+
+    /// Inserts one job with its kind's default options ([`Inserter::insert`]).
+    ///
+    /// # Errors
+    ///
+    /// A validation error or the database error.
+    fn insert_job<A: JobArgs>(
+        &mut self,
+        inserter: &Inserter,
+        args: A,
+    ) -> impl Future<Output = Result<JobRow>> + Send;
+
+    /// Inserts one job with options over its kind's defaults ([`Inserter::insert_with`]).
+    ///
+    /// # Errors
+    ///
+    /// A validation error or the database error.
+    fn insert_job_with<A: JobArgs>(
+        &mut self,
+        inserter: &Inserter,
+        args: A,
+        opts: InsertOpts,
+    ) -> impl Future<Output = Result<JobRow>> + Send;
+
+    /// Inserts many jobs in one round trip and returns them in input order
+    /// ([`Inserter::insert_many`]).
+    ///
+    /// # Errors
+    ///
+    /// A validation error (then nothing is inserted) or the database error.
+    fn insert_jobs(
+        &mut self,
+        inserter: &Inserter,
+        jobs: &[InsertParams],
+    ) -> impl Future<Output = Result<Vec<JobRow>>> + Send;
+}
+
+impl<C> GenericClientExt for C
+where
+    C: GenericClient + Send + Sync,
+{
+    fn pgmill(&mut self) -> TokioPostgresExecutor<'_, Self> {
+        TokioPostgresExecutor::new(self)
+    }
+
+    async fn insert_job<A: JobArgs>(&mut self, inserter: &Inserter, args: A) -> Result<JobRow> {
+        inserter.insert(&mut self.pgmill(), args).await
+    }
+
+    async fn insert_job_with<A: JobArgs>(
+        &mut self,
+        inserter: &Inserter,
+        args: A,
+        opts: InsertOpts,
+    ) -> Result<JobRow> {
+        inserter.insert_with(&mut self.pgmill(), args, opts).await
+    }
+
+    async fn insert_jobs(
+        &mut self,
+        inserter: &Inserter,
+        jobs: &[InsertParams],
+    ) -> Result<Vec<JobRow>> {
+        inserter.insert_many(&mut self.pgmill(), jobs).await
     }
 }
 
@@ -436,12 +552,11 @@ fn decode_column(row: &tokio_postgres::Row, i: usize) -> Result<Value> {
         Type::TEXT_ARRAY | Type::VARCHAR_ARRAY => get(row, i, PgType::TextArray, Value::TextArray),
         Type::INT8_ARRAY => get(row, i, PgType::Int8Array, Value::Int8Array),
         Type::JSONB_ARRAY | Type::JSON_ARRAY => get(row, i, PgType::JsonbArray, Value::JsonbArray),
-        Type::TIMESTAMPTZ_ARRAY => get(
-            row,
-            i,
-            PgType::TimestamptzArray,
-            |v: Vec<DateTime<Utc>>| Value::TimestamptzArray(v),
-        ),
+        Type::TIMESTAMPTZ_ARRAY => {
+            get(row, i, PgType::TimestamptzArray, |v: Vec<DateTime<Utc>>| {
+                Value::TimestamptzArray(v)
+            })
+        }
         _ => Err(codec_error(format!(
             "column {:?} has type {}, which pgmill does not decode",
             row.columns()[i].name(),
