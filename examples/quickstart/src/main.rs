@@ -6,6 +6,8 @@
 //! then succeeds, one scheduled a few seconds ahead), prints each job as it finishes, and stops
 //! gracefully. A fourth job is inserted in a transaction that rolls back: it never runs.
 
+#![allow(clippy::print_stdout)] // An example reports what it did on stdout.
+
 use std::error::Error;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -64,7 +66,8 @@ impl Worker<SyncCrm> for SyncCrmWorker {
 async fn main() -> Result<(), Box<dyn Error>> {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "error".into()),
         )
         .init();
 
