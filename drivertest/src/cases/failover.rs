@@ -52,7 +52,11 @@ pub async fn crash_restart_while_jobs_run_loses_nothing<H: Harness>() {
         count_in(&ctx, JobState::Completed).await == 400
     })
     .await;
-    assert!(done, "not every job completed: {:?}", crate::scripted::state_counts(&ctx).await);
+    assert!(
+        done,
+        "not every job completed: {:?}",
+        crate::scripted::state_counts(&ctx).await
+    );
     wait_for("a leader again", async || {
         clients.iter().any(|c| c.is_leader())
     })
