@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventKind, EventSender};
@@ -233,7 +234,7 @@ impl<D: Driver> BatchCompleter<D> {
         let available_within =
             TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
         let stmt = job_set_state_if_running_many(&self.schema, &params, available_within);
-        let mut conn = self.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.driver).await?;
         let results: Vec<SetStateResult> = conn.query_as(&stmt).await?;
         drop(conn);
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);

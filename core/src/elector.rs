@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, info_span, warn};
 
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
 use crate::query::{LeaderRow, leader_attempt_elect, leader_attempt_reelect, leader_resign};
@@ -149,7 +150,7 @@ impl<D: Driver> Elector<D> {
         limit: Duration,
     ) -> Result<Option<LeaderRow>> {
         tokio::time::timeout(limit, async {
-            let mut conn = self.driver.acquire().await?;
+            let mut conn = ConnectionLease::acquire(&self.driver).await?;
             conn.query_opt(stmt).await
         })
         .await
@@ -160,7 +161,7 @@ impl<D: Driver> Elector<D> {
         self.is_leader.send_replace(false);
         let stmt = leader_resign(&self.schema, row);
         let result = tokio::time::timeout(Duration::from_secs(5), async {
-            let mut conn = self.driver.acquire().await?;
+            let mut conn = ConnectionLease::acquire(&self.driver).await?;
             conn.execute(&stmt).await
         })
         .await;

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, FromRow, Row};
 use crate::error::Result;
 use crate::in_flight::InFlight;
@@ -74,7 +75,7 @@ impl<D: Driver> Heartbeat<D> {
                 }
             }
             let result = tokio::time::timeout(Duration::from_secs(5), async {
-                let mut conn = self.driver.acquire().await?;
+                let mut conn = ConnectionLease::acquire(&self.driver).await?;
                 conn.execute(&client_delete(&self.schema, &self.client_id))
                     .await
             })
@@ -90,7 +91,7 @@ impl<D: Driver> Heartbeat<D> {
     /// One heartbeat; re-registers (and re-asserts in-flight jobs) when the row is gone. True when
     /// the row was gone although this client had registered: the database restarted or failed over.
     pub(crate) async fn beat(&self, registered: bool) -> Result<bool> {
-        let mut conn = self.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.driver).await?;
         let alive: Option<Row> = conn
             .query_opt(&client_heartbeat(&self.schema, &self.client_id))
             .await?;
@@ -135,7 +136,7 @@ impl<D: Driver> Heartbeat<D> {
             .into_iter()
             .map(|(id, _)| id)
             .collect();
-        let mut conn = self.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.driver).await?;
         let released: Vec<RescuedQueue> = conn
             .query_as(&job_release_orphaned(&self.schema, &self.client_id, &owned))
             .await?;

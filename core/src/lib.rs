@@ -28,6 +28,7 @@
 
 mod client;
 mod completer;
+mod connection_lease;
 mod debouncer;
 pub mod driver;
 mod elector;

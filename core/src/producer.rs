@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::in_flight::InFlight;
 use crate::job::JobId;
@@ -155,7 +156,7 @@ impl<D: Driver> Producer<D> {
     /// Registers or refreshes the queue row and adopts its pause state. Failures keep the state.
     async fn refresh(&self) {
         let result = async {
-            let mut conn = self.driver.acquire().await?;
+            let mut conn = ConnectionLease::acquire(&self.driver).await?;
             conn.query_opt::<QueueUpsertRow>(&queue_upsert(self.executor.schema_ref(), &self.queue))
                 .await
         }
@@ -174,7 +175,7 @@ impl<D: Driver> Producer<D> {
             return;
         }
         let result = async {
-            let mut conn = self.driver.acquire().await?;
+            let mut conn = ConnectionLease::acquire(&self.driver).await?;
             conn.query_as::<IdRow>(&job_get_cancel_requested(self.executor.schema_ref(), &ids))
                 .await
         }
@@ -200,7 +201,7 @@ impl<D: Driver> Producer<D> {
             }
             let limit = free.min(self.fetch_limit);
             let jobs = {
-                let mut conn = self.driver.acquire().await?;
+                let mut conn = ConnectionLease::acquire(&self.driver).await?;
                 job_get_available(
                     &mut conn,
                     self.executor.schema_ref(),

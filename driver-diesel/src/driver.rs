@@ -126,6 +126,10 @@ impl Driver for DieselDriver {
         Ok(DieselConnection::new(object))
     }
 
+    fn discard(&self, conn: DieselConnection) {
+        conn.detach();
+    }
+
     fn supports_listener(&self) -> bool {
         true
     }
@@ -231,6 +235,15 @@ fn end_level(conn: &mut PgConnection, levels: &AtomicUsize, commit: bool) -> Res
     // pool's recycle check discards the connection).
     levels.fetch_sub(1, Ordering::AcqRel);
     result.map_err(query_error)
+}
+
+impl DieselConnection {
+    /// Takes the connection out of its pool for good; it closes when the last call on it ends.
+    pub(crate) fn detach(mut self) {
+        if let Some(object) = self.object.take() {
+            drop(deadpool_diesel::postgres::Object::take(object));
+        }
+    }
 }
 
 impl Drop for DieselConnection {

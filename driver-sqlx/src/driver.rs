@@ -72,6 +72,11 @@ impl Driver for SqlxDriver {
             .map_err(db_error)
     }
 
+    fn discard(&self, conn: SqlxConnection) {
+        // Detached, the connection leaves the pool and closes when dropped.
+        drop(conn.0.detach());
+    }
+
     fn supports_listener(&self) -> bool {
         true
     }

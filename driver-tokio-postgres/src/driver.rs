@@ -106,6 +106,11 @@ impl Driver for TokioPostgresDriver {
         Ok(TokioPostgresConnection::new(object))
     }
 
+    fn discard(&self, conn: TokioPostgresConnection) {
+        // Taken out of the pool, the client closes its connection when dropped.
+        drop(deadpool_postgres::Object::take(conn.into_object()));
+    }
+
     fn supports_listener(&self) -> bool {
         true
     }

@@ -36,6 +36,10 @@ const COPY_CHUNK_BYTES: usize = 1 << 20;
 pub struct TokioPostgresConnection(Object);
 
 impl TokioPostgresConnection {
+    pub(crate) fn into_object(self) -> Object {
+        self.0
+    }
+
     pub(crate) fn new(object: Object) -> Self {
         TokioPostgresConnection(object)
     }

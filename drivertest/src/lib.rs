@@ -93,6 +93,7 @@ macro_rules! conformance_suite {
             }
             failover {
                 crash_restart_while_jobs_run_loses_nothing,
+                read_only_server_makes_the_client_reopen_connections,
             }
             client_admin {
                 get_returns_the_job_or_none, list_filters_and_paginates_with_a_cursor,
@@ -123,6 +124,7 @@ macro_rules! conformance_suite {
                 division_by_zero_keeps_its_sqlstate, read_only_transaction_keeps_its_sqlstate,
                 aborted_transaction_keeps_its_sqlstate,
                 terminated_backend_is_connection_lost_and_next_call_succeeds,
+                discarded_connection_is_never_reused,
             }
             transaction {
                 commit_makes_rows_visible_to_others, rollback_discards_rows,

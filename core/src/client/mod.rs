@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::completer::{BatchCompleter, CompleterStats};
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
 use crate::elector::Elector;
 use crate::error::Result;
@@ -277,7 +278,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The migration error.
     pub async fn migrate(&self) -> Result<MigrateReport> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         Migrator::new(self.schema().clone())
             .up(&mut conn, None)
             .await
@@ -507,7 +508,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn leader(&self) -> Result<Option<LeaderRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_opt(&leader_get(self.schema())).await
     }
 
@@ -517,7 +518,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn periodic_list(&self) -> Result<Vec<PeriodicRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_as(&periodic_list(self.schema(), None)).await
     }
 
@@ -527,7 +528,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn periodic_get(&self, name: &str) -> Result<Option<PeriodicRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_opt(&periodic_list(self.schema(), Some(name)))
             .await
     }
@@ -552,7 +553,7 @@ impl<D: Driver> Client<D> {
     }
 
     async fn periodic_set_paused(&self, name: &str, paused: bool) -> Result<bool> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let found: Option<QueueName> = conn
             .query_opt(&periodic_set_paused(self.schema(), name, paused))
             .await?;
@@ -589,7 +590,7 @@ impl<D: Driver> Client<D> {
         args: A,
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<JobRow> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let job = self
             .inner
             .inserter
@@ -605,7 +606,7 @@ impl<D: Driver> Client<D> {
     ///
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_many(&self, params: &[InsertParams]) -> Result<Vec<JobRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let jobs = self.inner.inserter.insert_many(&mut conn, params).await?;
         self.wake_queues(params);
         Ok(jobs)
@@ -618,7 +619,7 @@ impl<D: Driver> Client<D> {
     ///
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_bulk(&self, params: &[InsertParams]) -> Result<u64> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let mut tx = conn.begin().await?;
         let n = self.inner.inserter.insert_bulk(&mut tx, params).await?;
         tx.commit().await?;
@@ -639,7 +640,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_get(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_opt(&job_get_by_id(self.schema(), id)).await
     }
 
@@ -650,7 +651,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_list(&self, params: &JobListParams) -> Result<JobListPage> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let jobs = conn.query_as(&job_list(self.schema(), params)).await?;
         Ok(job_list_page(jobs, params))
     }
@@ -665,7 +666,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_cancel(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let mut tx = conn.begin().await?;
         let error = json!({"attempt": 0, "error": "cancelled by an operator", "panic": false});
         let job: Option<JobRow> = tx.query_opt(&job_cancel(self.schema(), id, error)).await?;
@@ -697,7 +698,7 @@ impl<D: Driver> Client<D> {
         id: JobId,
         at: Option<DateTime<Utc>>,
     ) -> Result<Option<JobRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let job: Option<JobRow> = conn
             .query_opt(&job_release_pending(self.schema(), id, at))
             .await?;
@@ -716,7 +717,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn queue_list(&self) -> Result<Vec<QueueRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_as(&queue_list(self.schema(), None, 10_000))
             .await
     }
@@ -727,7 +728,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn queue_get(&self, name: &str) -> Result<Option<QueueRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_opt(&queue_list(self.schema(), Some(name), 1))
             .await
     }
@@ -756,7 +757,7 @@ impl<D: Driver> Client<D> {
         if queue != "*" {
             validate_name("queue", queue)?;
         }
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let mut tx = conn.begin().await?;
         let (stmt, msg) = if pause {
             (
@@ -793,7 +794,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_retry(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let job: Option<JobRow> = conn.query_opt(&job_retry(self.schema(), id)).await?;
         if let Some(j) = &job {
             self.wake(&j.queue);
@@ -807,7 +808,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_delete(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = self.inner.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_opt(&job_delete(self.schema(), id)).await
     }
 }

@@ -44,6 +44,14 @@ pub trait Driver: Clone + Send + Sync + 'static {
     /// True when [`Driver::listener`] can open a listener; otherwise the engine only polls.
     fn supports_listener(&self) -> bool;
 
+    /// Closes a pooled connection instead of returning it to the pool. The engine calls it for a
+    /// connection that reported SQLSTATE 25006 (read-only: the server is a demoted primary), so
+    /// the pool reconnects, through DNS or a proxy, to the new primary. The default drops the
+    /// connection back into the pool; drivers override it.
+    fn discard(&self, conn: Self::Connection) {
+        drop(conn);
+    }
+
     /// Opens a dedicated listener connection, outside the pool.
     ///
     /// # Errors

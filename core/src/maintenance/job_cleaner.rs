@@ -6,6 +6,7 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
 use crate::query::job_delete_finalized;
@@ -109,7 +110,7 @@ impl<D: Driver> JobCleaner<D> {
         }
         loop {
             let deleted: i64 = tokio::time::timeout(c.batch_timeout, async {
-                let mut conn = self.driver.acquire().await?;
+                let mut conn = ConnectionLease::acquire(&self.driver).await?;
                 conn.query_scalar(&stmt).await
             })
             .await

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, info_span, warn};
 
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
 use crate::job::JobState;
@@ -112,7 +113,7 @@ impl<D: Driver> JobRescuer<D> {
     }
 
     async fn pass(&self) -> Result<JobRescuerRunOnceResult> {
-        let mut conn = self.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.driver).await?;
         let missing: Vec<ClientIdRow> = conn
             .query_as(&job_get_running_clients(&self.schema))
             .await?;

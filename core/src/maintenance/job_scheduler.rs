@@ -7,9 +7,10 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, FromRow, Row};
 use crate::error::{Error, Result};
-use crate::query::Query;
+use crate::query::{Query, job_notify_insert};
 use crate::schema::Schema;
 
 /// Default [`JobSchedulerConfig::interval`].
@@ -69,7 +70,7 @@ impl FromRow for QueueCount {
 }
 
 /// Makes due scheduled and retryable jobs available, in bounded batches, looking ahead to its
-/// own next pass.
+/// own next pass, and notifies the affected queues.
 #[derive(Debug, Clone)]
 pub struct JobScheduler<D: Driver> {
     driver: D,
@@ -111,8 +112,15 @@ impl<D: Driver> JobScheduler<D> {
                 .bind(lookahead.num_microseconds().unwrap_or(i64::MAX))
                 .bind(i64::try_from(self.config.limit).unwrap_or(i64::MAX));
             let counts: Vec<QueueCount> = tokio::time::timeout(QUERY_TIMEOUT, async {
-                let mut conn = self.driver.acquire().await?;
-                conn.query_as(&stmt).await
+                let mut conn = ConnectionLease::acquire(&self.driver).await?;
+                let counts: Vec<QueueCount> = conn.query_as(&stmt).await?;
+                // Every client working these queues fetches now, not at its next poll.
+                let queues: Vec<String> = counts.iter().map(|c| c.queue.clone()).collect();
+                if !queues.is_empty() {
+                    conn.execute(&job_notify_insert(&self.schema, queues))
+                        .await?;
+                }
+                Ok::<_, Error>(counts)
             })
             .await
             .map_err(|_| Error::Timeout("job scheduler query"))??;

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::client::Inserter;
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
 use crate::error::{Error, Result};
 use crate::periodic::{MissedTicks, PeriodicJob};
@@ -46,7 +47,7 @@ impl<D: Driver> PeriodicEnqueuer<D> {
         if self.jobs.is_empty() {
             return Ok(());
         }
-        let mut conn = self.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.driver).await?;
         let now = conn.query_scalar(&periodic_db_now(&self.schema)).await?;
         for job in self.jobs.values() {
             let first = if job.runs_on_start() {
@@ -72,7 +73,7 @@ impl<D: Driver> PeriodicEnqueuer<D> {
         if self.jobs.is_empty() {
             return Ok(result);
         }
-        let mut conn = self.driver.acquire().await?;
+        let mut conn = ConnectionLease::acquire(&self.driver).await?;
         let mut tx = conn.begin().await?;
         let names: Vec<String> = self.jobs.keys().cloned().collect();
         let due: Vec<DuePeriodic> = tx.query_as(&periodic_get_due(&self.schema, names)).await?;

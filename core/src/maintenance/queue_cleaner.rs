@@ -6,6 +6,7 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
 use crate::query::queue_delete_expired;
@@ -82,7 +83,7 @@ impl<D: Driver> QueueCleaner<D> {
         let mut result = QueueCleanerRunOnceResult::default();
         loop {
             let deleted: i64 = tokio::time::timeout(Duration::from_secs(30), async {
-                let mut conn = self.driver.acquire().await?;
+                let mut conn = ConnectionLease::acquire(&self.driver).await?;
                 conn.query_scalar(&stmt).await
             })
             .await

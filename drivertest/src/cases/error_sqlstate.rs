@@ -148,3 +148,34 @@ pub async fn terminated_backend_is_connection_lost_and_next_call_succeeds<H: Har
         .expect("next call succeeds");
     assert_eq!(one, 1);
 }
+
+/// A connection handed to `Driver::discard` leaves the pool: the next acquire gets another backend,
+/// while a connection simply dropped is reused.
+pub async fn discarded_connection_is_never_reused<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let driver = H::connect(&ctx.url, 1).await.expect("pool of one");
+    async fn pid<E: Executor>(c: &mut E) -> i32 {
+        c.query_scalar(&Statement::new("SELECT pg_backend_pid() AS pid"))
+            .await
+            .expect("pid")
+    }
+    let mut first = driver.acquire().await.expect("acquire");
+    let first_pid = pid(&mut first).await;
+    drop(first);
+    let mut again = driver.acquire().await.expect("acquire");
+    assert_eq!(
+        pid(&mut again).await,
+        first_pid,
+        "a dropped connection is reused"
+    );
+    driver.discard(again);
+    let mut fresh = tokio::time::timeout(Duration::from_secs(30), driver.acquire())
+        .await
+        .expect("acquire in time")
+        .expect("acquire");
+    assert_ne!(
+        pid(&mut fresh).await,
+        first_pid,
+        "a discarded connection is not reused"
+    );
+}
