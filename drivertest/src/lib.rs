@@ -77,6 +77,7 @@ macro_rules! conformance_suite {
             leadership {
                 a_lone_client_leads_and_resigns_on_stop, resignation_hands_over_at_once,
                 five_clients_never_overlap_and_a_dead_leader_is_replaced,
+                a_cut_off_leader_steps_down_before_its_lease_ends,
             }
             maintenance {
                 jobs_of_a_killed_worker_are_rescued,

@@ -122,11 +122,13 @@ pub async fn read_only_server_makes_the_client_reopen_connections<H: Harness>() 
         rows.iter().map(|r| r.get("pid").unwrap()).collect()
     };
     let before = backends().await;
-    ctx.script("ALTER SYSTEM SET default_transaction_read_only = on").await;
+    ctx.script("ALTER SYSTEM SET default_transaction_read_only = on")
+        .await;
     ctx.script("SELECT pg_reload_conf()").await;
     // Producers, heartbeat and elector keep writing and keep failing with 25006 for a while.
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    ctx.script("ALTER SYSTEM RESET default_transaction_read_only").await;
+    ctx.script("ALTER SYSTEM RESET default_transaction_read_only")
+        .await;
     ctx.script("SELECT pg_reload_conf()").await;
     client.insert(Task { n: 2 }).await.unwrap();
     wait_for("work resumed", async || {

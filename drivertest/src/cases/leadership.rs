@@ -144,3 +144,57 @@ async fn ctx_leader<D: pgmill::driver::Driver>(c: &Client<D>) -> pgmill::LeaderR
     .await;
     row.unwrap()
 }
+
+/// A leader cut off from the database (its role may no longer log in and its backends are gone)
+/// steps down on its own before its lease runs out, so the follower elected afterwards never
+/// overlaps with it.
+pub async fn a_cut_off_leader_steps_down_before_its_lease_ends<H: Harness>() {
+    let cluster = crate::testdb::Cluster::start().expect("private cluster");
+    let ctx = TestContext::<H::Driver>::on::<H>(cluster.url()).await;
+    pgmill::Migrator::new(ctx.schema.clone())
+        .up(&mut ctx.conn().await, None)
+        .await
+        .unwrap();
+    ctx.script("CREATE ROLE cut_off LOGIN SUPERUSER").await;
+    let cut_off_url = cluster.url().replace("postgres@", "cut_off@");
+    let e = elector(100, 1_000);
+    let build = |driver: H::Driver| {
+        Client::builder(driver)
+            .schema(ctx.schema.clone())
+            .queue("default", 1)
+            .worker(ScriptedWorker::ok())
+            .elector(e.clone())
+            .build()
+            .unwrap()
+    };
+    let a = build(H::connect(&cut_off_url, 4).await.unwrap());
+    a.start().await.unwrap();
+    wait_for("a elected", async || a.is_leader()).await;
+    let b = build(ctx.driver.clone());
+    b.start().await.unwrap();
+
+    let watching = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let (a, b, watching) = (a.clone(), b.clone(), Arc::clone(&watching));
+        tokio::spawn(async move {
+            let mut samples = 0_u64;
+            while watching.load(Ordering::SeqCst) {
+                assert!(!(a.is_leader() && b.is_leader()), "two leaders at once");
+                samples += 1;
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            samples
+        })
+    };
+    ctx.script("ALTER ROLE cut_off NOLOGIN").await;
+    ctx.script("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cut_off'")
+        .await;
+    wait_for("a stepped down", async || !a.is_leader()).await;
+    wait_for("b took over", async || b.is_leader()).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    watching.store(false, Ordering::SeqCst);
+    assert!(sampler.await.expect("never two leaders") > 100);
+    ctx.script("ALTER ROLE cut_off LOGIN").await;
+    b.stop().await;
+    a.stop().await;
+}
