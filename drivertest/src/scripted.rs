@@ -179,3 +179,13 @@ pub async fn terminate_tagged<D: Driver>(ctx: &TestContext<D>, tag: &str) -> i64
         .await
         .expect("terminate tagged backends")
 }
+
+/// Sets its flag when dropped: proves a job's work future was dropped (cancelled).
+#[derive(Debug)]
+pub struct DropFlag(pub Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}

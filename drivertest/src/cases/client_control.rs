@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use pgmill::{InsertOpts, JobError, JobState};
 
-use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
+use crate::scripted::{DropFlag, ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, TestContext};
 
 async fn ctx<H: Harness>() -> TestContext<H::Driver> {
@@ -240,14 +240,6 @@ pub async fn cancelled_job_that_errors_ends_cancelled<H: Harness>() {
     .await;
     client.stop().await;
     assert_eq!(client.job_get(job.id).await.unwrap().unwrap().attempt, 1);
-}
-
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
 }
 
 /// A pending job runs only once released; released with a future time it is scheduled.

@@ -10,7 +10,7 @@ use pgmill::driver::{Driver, Executor, Statement, Transaction};
 use pgmill::{EventKind, InsertOpts, InsertParams, Inserter, Job, JobError, JobState, Worker};
 use serde_json::json;
 
-use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
+use crate::scripted::{DropFlag, ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, TestContext};
 
 async fn ctx<H: Harness>() -> TestContext<H::Driver> {
@@ -180,14 +180,6 @@ pub async fn discard_from_the_worker_discards_the_job<H: Harness>() {
     let job = client.job_get(job.id).await.unwrap().unwrap();
     assert_eq!((job.attempt, job.max_attempts), (1, 25));
     assert_eq!(worker.total_runs(), 1);
-}
-
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
 }
 
 /// A timeout drops the job's work (its future is dropped) and records the timeout.
