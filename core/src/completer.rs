@@ -24,7 +24,7 @@ use tracing::{debug, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, with_timeout};
 use crate::event::{Event, EventKind, EventSender};
 use crate::in_flight::InFlight;
 use crate::job::{JobId, JobRow};
@@ -234,9 +234,11 @@ impl<D: Driver> BatchCompleter<D> {
         let available_within =
             TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
         let stmt = job_set_state_if_running_many(&self.schema, &params, available_within);
-        let mut conn = ConnectionLease::acquire(&self.driver).await?;
-        let results: Vec<SetStateResult> = conn.query_as(&stmt).await?;
-        drop(conn);
+        let results: Vec<SetStateResult> = with_timeout("completer flush", async {
+            let mut conn = ConnectionLease::acquire(&self.driver).await?;
+            conn.query_as(&stmt).await
+        })
+        .await?;
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);
         self.stats
             .recorded

@@ -60,6 +60,19 @@ pub enum Error {
     Timeout(&'static str),
 }
 
+/// How long the engine's loops wait for one database call before giving up on it.
+pub(crate) const DB_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs `fut` with [`DB_CALL_TIMEOUT`]; `what` names it in the timeout error.
+pub(crate) async fn with_timeout<T>(
+    what: &'static str,
+    fut: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::time::timeout(DB_CALL_TIMEOUT, fut)
+        .await
+        .map_err(|_| Error::Timeout(what))?
+}
+
 impl Error {
     /// Builds a decode error.
     pub fn decode(what: impl Into<String>, message: impl Into<String>) -> Self {

@@ -17,7 +17,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, FromRow, Row};
-use crate::error::Result;
+use crate::error::{Result, with_timeout};
 use crate::in_flight::InFlight;
 use crate::job::JobId;
 use crate::query::{
@@ -50,7 +50,7 @@ impl<D: Driver> Heartbeat<D> {
             // at least RECOVERY_WINDOW, so the release's one-second margin for fresh fetches passes.
             let mut recovering: Option<(u32, Instant)> = None;
             loop {
-                match self.beat(registered).await {
+                match with_timeout("heartbeat", self.beat(registered)).await {
                     Ok(restarted) => {
                         registered = true;
                         if restarted {
@@ -63,7 +63,7 @@ impl<D: Driver> Heartbeat<D> {
                     recovering = Some((3, Instant::now() + RECOVERY_WINDOW));
                 }
                 if let Some((beats, until)) = recovering {
-                    match self.release_orphaned().await {
+                    match with_timeout("orphan release", self.release_orphaned()).await {
                         Ok(()) if beats <= 1 && Instant::now() >= until => recovering = None,
                         Ok(()) => recovering = Some((beats.saturating_sub(1), until)),
                         Err(e) => warn!(error = %e, "releasing jobs with lost outcomes failed"),

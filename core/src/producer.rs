@@ -23,6 +23,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
+use crate::error::with_timeout;
 use crate::in_flight::InFlight;
 use crate::job::JobId;
 use crate::job_executor::JobExecutor;
@@ -116,7 +117,7 @@ impl<D: Driver> Producer<D> {
                         Ok(()) => backoff = Duration::from_millis(100),
                         Err(e) => {
                             warn!(error = %e, "fetch failed; backing off");
-                            if e.is_connection_lost() {
+                            if e.is_connection_lost() || matches!(e, crate::Error::Timeout(_)) {
                                 // The claim may have committed with its reply lost.
                                 self.in_flight.request_reconcile();
                             }
@@ -155,11 +156,11 @@ impl<D: Driver> Producer<D> {
 
     /// Registers or refreshes the queue row and adopts its pause state. Failures keep the state.
     async fn refresh(&self) {
-        let result = async {
+        let result = with_timeout("queue refresh", async {
             let mut conn = ConnectionLease::acquire(&self.driver).await?;
             conn.query_opt::<QueueUpsertRow>(&queue_upsert(self.executor.schema_ref(), &self.queue))
                 .await
-        }
+        })
         .await;
         match result {
             Ok(Some(row)) => self.handle.set_paused(row.paused_at.is_some()),
@@ -174,11 +175,11 @@ impl<D: Driver> Producer<D> {
         if ids.is_empty() {
             return;
         }
-        let result = async {
+        let result = with_timeout("cancel check", async {
             let mut conn = ConnectionLease::acquire(&self.driver).await?;
             conn.query_as::<IdRow>(&job_get_cancel_requested(self.executor.schema_ref(), &ids))
                 .await
-        }
+        })
         .await;
         match result {
             Ok(rows) => rows
@@ -200,7 +201,7 @@ impl<D: Driver> Producer<D> {
                 return Ok(());
             }
             let limit = free.min(self.fetch_limit);
-            let jobs = {
+            let jobs = with_timeout("fetch", async {
                 let mut conn = ConnectionLease::acquire(&self.driver).await?;
                 job_get_available(
                     &mut conn,
@@ -209,8 +210,9 @@ impl<D: Driver> Producer<D> {
                     limit,
                     &self.client_id,
                 )
-                .await?
-            };
+                .await
+            })
+            .await?;
             let fetched = jobs.len();
             for job in &jobs {
                 self.in_flight.add(job.id, job.attempt);
