@@ -2,21 +2,76 @@
 //!
 //! Jobs are rows in Postgres; workers in any number of processes claim and run them. Postgres is
 //! the only moving part. The engine in this crate talks to Postgres only through the traits in
-//! [`driver`], implemented by one crate per database library:
+//! [`driver`], implemented by one crate per database library, so you enqueue with the stack your
+//! application already uses:
 //!
-//! | your stack      | driver crate                   |
-//! |-----------------|--------------------------------|
-//! | sqlx 0.9        | `pgmill-driver-sqlx`           |
-//! | tokio-postgres  | `pgmill-driver-tokio-postgres` |
-//! | diesel 2.3      | `pgmill-driver-diesel`         |
+//! | your stack      | driver crate                   | enqueue inside your transaction          |
+//! |-----------------|--------------------------------|------------------------------------------|
+//! | sqlx 0.9        | `pgmill-driver-sqlx`           | `tx.insert_job(..)` on `Transaction`     |
+//! | tokio-postgres  | `pgmill-driver-tokio-postgres` | `tx.insert_job(..)` on `Transaction`     |
+//! | diesel 2.3      | `pgmill-driver-diesel`         | `conn.insert_job(..)` in `transaction()` |
 //!
-//! Each driver lets you enqueue inside your application's own transaction: commit and the job
-//! exists, roll back and it never did.
+//! # Quick start
+//!
+//! Define job args ([`JobArgs`]: a kind plus serde) and a [`Worker`], build a [`Client`] over a
+//! driver, migrate, start, insert:
+//!
+//! ```no_run
+//! use pgmill::{Client, Job, JobArgs, JobError, Worker};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct SendEmail {
+//!     to: String,
+//! }
+//!
+//! impl JobArgs for SendEmail {
+//!     const KIND: &'static str = "send_email";
+//! }
+//!
+//! struct SendEmailWorker;
+//!
+//! impl Worker<SendEmail> for SendEmailWorker {
+//!     async fn work(&self, job: &Job<SendEmail>) -> Result<(), JobError> {
+//!         println!("sending to {}", job.args.to);
+//!         Ok(()) // an error retries with backoff; JobError::cancel/discard/snooze say otherwise
+//!     }
+//! }
+//!
+//! # async fn run<D: pgmill::driver::Driver>(driver: D) -> pgmill::Result<()> {
+//! let client = Client::builder(driver) // e.g. pgmill_driver_sqlx::SqlxDriver::new(pool)
+//!     .queue("default", 50)
+//!     .worker(SendEmailWorker)
+//!     .build()?;
+//! client.migrate().await?;
+//! client.start().await?;
+//! client.insert(SendEmail { to: "ada@example.com".into() }).await?;
+//! // ...
+//! client.stop().await; // finish running jobs, then stop
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What a client does
+//!
+//! | component | what it does |
+//! |-----------|--------------|
+//! | producers | one per queue: claim `min(free slots, fetch limit)` jobs in one `FOR UPDATE SKIP LOCKED` statement when notified, when a slot frees, or on the poll timer |
+//! | executor | decodes args, applies the timeout, catches panics, maps the result to an outcome |
+//! | completer | records outcomes in batches, one UPDATE each, fenced on the attempt that ran |
+//! | notifier | one LISTEN connection for insert, control and leadership topics, scoped to the schema; reconnects and re-polls |
+//! | heartbeat | keeps the client's liveness row; detects a database restart or failover and re-asserts or releases its jobs |
+//! | elector | leader lease with terms; only the leader runs maintenance |
+//! | maintenance | scheduler, rescuer, job and queue cleaners, periodic enqueuer, each under a supervisor |
+//!
+//! Jobs move through [`JobState`]s; retries use the [`RetryPolicy`] (default `attempt⁴` seconds
+//! with jitter); [`PeriodicJob`]s are durable cron or interval schedules; [`Client::subscribe`]
+//! streams [`Event`]s; queues can be paused and running jobs cancelled from any process.
 //!
 //! # Schema
 //!
 //! pgmill's tables live in one schema (default `public`), named through [`Schema`], and are
-//! created by the [`Migrator`]:
+//! created by the [`Migrator`] ([`Client::migrate`] runs it):
 //!
 //! ```no_run
 //! # async fn run<E: pgmill::driver::Executor>(conn: &mut E) -> pgmill::Result<()> {
