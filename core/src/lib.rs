@@ -99,6 +99,7 @@ mod maintenance;
 mod migrator;
 mod notifier;
 mod periodic;
+mod post_commit_notifier;
 mod producer;
 mod query;
 mod retry_policy;

@@ -63,6 +63,7 @@ macro_rules! conformance_suite {
                 ten_thousand_inserts_in_three_queues_send_three_notifications,
                 notifications_are_debounced_and_skip_future_jobs,
                 losing_the_listener_mid_run_recovers, poll_only_mode_works_by_polling,
+                client_committed_inserts_are_each_announced,
             }
             client_control {
                 queues_are_registered_and_listed_with_counts,

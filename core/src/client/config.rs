@@ -75,7 +75,11 @@ pub struct Config {
     /// pause, resume and cancel within the poll interval too. Automatic when the driver has no
     /// listener. Default false.
     pub poll_only: bool,
-    /// Insert notifications are sent at most once per queue per this cooldown; `None` sends none.
+    /// Insert notifications sent inside the application's transaction (through
+    /// [`Client::inserter`]) go out at most once per queue per this cooldown, because they
+    /// serialise the commits of notifying transactions. Inserts this client commits itself
+    /// ([`Client::insert`] and friends) are announced right after their commit instead, coalesced
+    /// to one notification statement in flight. `None` sends no insert notifications at all.
     /// Default 100 ms.
     pub insert_notify_cooldown: Option<Duration>,
     /// How often a producer refreshes its queue's row (and re-reads its pause state) when

@@ -71,6 +71,11 @@ impl Inserter {
         self
     }
 
+    /// True when this inserter sends insert notifications.
+    pub(crate) fn notifies(&self) -> bool {
+        self.notify.is_some()
+    }
+
     /// An inserter that refuses kinds outside `kinds`.
     pub(crate) fn with_known_kinds(mut self, kinds: BTreeSet<String>) -> Self {
         self.known_kinds = Some(Arc::new(kinds));

@@ -41,12 +41,13 @@ use crate::maintenance::{
 };
 use crate::migrator::{MigrateReport, Migrator};
 use crate::notifier::{ControlMessage, NotificationRouter, Notifier};
+use crate::post_commit_notifier::PostCommitNotifier;
 use crate::producer::{Producer, QueueHandle};
 use crate::query::{
     JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueRow, job_cancel,
-    job_delete, job_get_by_id, job_list, job_list_page, job_notify_insert, job_release_pending,
-    job_retry, leader_get, periodic_list, periodic_set_paused, queue_control_notify, queue_list,
-    queue_pause, queue_resume,
+    job_delete, job_get_by_id, job_list, job_list_page, job_release_pending, job_retry, leader_get,
+    periodic_list, periodic_set_paused, queue_control_notify, queue_list, queue_pause,
+    queue_resume,
 };
 use crate::schema::Schema;
 use crate::service::Service;
@@ -88,6 +89,10 @@ struct ClientInner<D: Driver> {
     events: Arc<EventSender>,
     stats: Arc<CompleterStats>,
     queues: HashMap<String, Arc<QueueHandle>>,
+    /// The inserter for inserts this client commits itself: no in-transaction notification, the
+    /// post-commit notifier announces them instead.
+    own_inserter: Inserter,
+    post_commit: PostCommitNotifier<D>,
     is_leader: Arc<watch::Sender<bool>>,
     in_flight: Arc<InFlight>,
     running: Mutex<Option<Running>>,
@@ -230,6 +235,7 @@ impl<D: Driver> Client<D> {
             .keys()
             .map(|q| (q.clone(), Arc::new(QueueHandle::default())))
             .collect();
+        let post_commit = PostCommitNotifier::new(driver.clone(), config.schema.clone());
         Client {
             inner: Arc::new(ClientInner {
                 id: config.id.clone().unwrap_or_else(default_client_id),
@@ -238,6 +244,8 @@ impl<D: Driver> Client<D> {
                 driver,
                 config,
                 workers,
+                own_inserter: inserter.clone().with_notify_cooldown(None),
+                post_commit,
                 inserter,
                 queues,
                 is_leader: Arc::new(watch::Sender::new(false)),
@@ -593,10 +601,13 @@ impl<D: Driver> Client<D> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let job = self
             .inner
-            .inserter
+            .own_inserter
             .insert_with(&mut conn, args, opts)
             .await?;
-        self.wake(&job.queue);
+        drop(conn);
+        if job.state == JobState::Available {
+            self.announce([job.queue.clone()]);
+        }
         Ok(job)
     }
 
@@ -607,8 +618,18 @@ impl<D: Driver> Client<D> {
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_many(&self, params: &[InsertParams]) -> Result<Vec<JobRow>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let jobs = self.inner.inserter.insert_many(&mut conn, params).await?;
-        self.wake_queues(params);
+        let jobs = self
+            .inner
+            .own_inserter
+            .insert_many(&mut conn, params)
+            .await?;
+        drop(conn);
+        let due: BTreeSet<String> = jobs
+            .iter()
+            .filter(|j| j.state == JobState::Available)
+            .map(|j| j.queue.clone())
+            .collect();
+        self.announce(due);
         Ok(jobs)
     }
 
@@ -621,16 +642,27 @@ impl<D: Driver> Client<D> {
     pub async fn insert_bulk(&self, params: &[InsertParams]) -> Result<u64> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let mut tx = conn.begin().await?;
-        let n = self.inner.inserter.insert_bulk(&mut tx, params).await?;
+        let n = self.inner.own_inserter.insert_bulk(&mut tx, params).await?;
         tx.commit().await?;
-        self.wake_queues(params);
+        drop(conn);
+        let due: BTreeSet<String> = params
+            .iter()
+            .filter(|p| p.is_due_now())
+            .map(|p| p.queue().to_owned())
+            .collect();
+        self.announce(due);
         Ok(n)
     }
 
-    fn wake_queues(&self, params: &[InsertParams]) {
-        let queues: BTreeSet<&str> = params.iter().map(InsertParams::queue).collect();
-        for q in queues {
+    /// Tells every client working `queues` (this one directly, others by notification) that
+    /// committed jobs are due there.
+    fn announce(&self, queues: impl IntoIterator<Item = String>) {
+        let queues: Vec<String> = queues.into_iter().collect();
+        for q in &queues {
             self.wake(q);
+        }
+        if self.inner.inserter.notifies() {
+            self.inner.post_commit.notify(queues);
         }
     }
 
@@ -702,11 +734,9 @@ impl<D: Driver> Client<D> {
         let job: Option<JobRow> = conn
             .query_opt(&job_release_pending(self.schema(), id, at))
             .await?;
+        drop(conn);
         if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Available) {
-            let queues = vec![j.queue.clone()];
-            conn.execute(&job_notify_insert(self.schema(), queues))
-                .await?;
-            self.wake(&j.queue);
+            self.announce([j.queue.clone()]);
         }
         Ok(job)
     }
@@ -796,8 +826,9 @@ impl<D: Driver> Client<D> {
     pub async fn job_retry(&self, id: JobId) -> Result<Option<JobRow>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let job: Option<JobRow> = conn.query_opt(&job_retry(self.schema(), id)).await?;
-        if let Some(j) = &job {
-            self.wake(&j.queue);
+        drop(conn);
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Available) {
+            self.announce([j.queue.clone()]);
         }
         Ok(job)
     }

@@ -231,3 +231,31 @@ pub async fn poll_only_mode_works_by_polling<H: Harness>() {
     client.stop().await;
     assert_eq!(worker.total_runs(), 5);
 }
+
+/// Inserts the client commits itself are announced right after each commit, not debounced: at a
+/// moderate rate every one of them wakes idle workers at once.
+pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let client = test_client(&ctx).build().unwrap();
+    for n in 0..3 {
+        client.insert(Task { n }).await.unwrap();
+        // Wait for this insert's notification before the next insert, so none coalesce.
+        let event = tokio::time::timeout(Duration::from_secs(20), l.next_event())
+            .await
+            .expect("a notification per insert")
+            .expect("listener event");
+        assert!(
+            matches!(event, ListenerEvent::Notification(ref n) if n.payload == "default"),
+            "{event:?}"
+        );
+    }
+    let scheduled = InsertOpts::new().schedule_in(TimeDelta::hours(1));
+    client.insert_with(Task { n: 9 }, scheduled).await.unwrap();
+    assert!(
+        insert_payloads_until_marker::<H>(&ctx, &mut l)
+            .await
+            .is_empty(),
+        "none for scheduled jobs"
+    );
+}
