@@ -23,7 +23,7 @@ use std::future::Future;
 
 pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
 pub use row::{FromRow, Row};
-pub use statement::{CopyIn, Statement};
+pub use statement::{CopyIn, CopyRowWriter, Statement};
 pub use value::{FromValue, IntoValue, PgType, Value};
 
 use crate::error::{Error, Result};

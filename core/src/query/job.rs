@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use crate::driver::{CopyIn, Executor, FromRow, Row, Statement, Value};
+use crate::driver::{CopyIn, Executor, FromRow, Row, Statement};
 use crate::error::Result;
 use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::InsertParams;
@@ -33,16 +33,15 @@ pub(crate) fn job_copy_available<'a>(
         } else {
             JobState::Available
         };
-        copy.push_row(&[
-            Value::Text(state.as_str().to_owned()),
-            Value::Text(p.queue.clone()),
-            Value::Text(p.kind.clone()),
-            Value::Jsonb(p.args.clone()),
-            Value::Jsonb(p.metadata.clone()),
-            Value::Int2(p.priority),
-            Value::Int2(p.max_attempts),
-            Value::TextArray(p.tags.clone()),
-        ]);
+        copy.row()
+            .text(state.as_str())
+            .text(&p.queue)
+            .text(&p.kind)
+            .jsonb(&p.args)
+            .jsonb(&p.metadata)
+            .int(i64::from(p.priority))
+            .int(i64::from(p.max_attempts))
+            .text_array(&p.tags);
     }
     copy
 }
