@@ -1,21 +1,59 @@
-//! The `pgmill` command-line tool.
+//! The `pgmill` command-line tool: schema migrations, queue and job administration, and the
+//! benchmark.
 //!
-//! Today it prints the SQL of each schema version for users of other migration tools; the
-//! database commands (`migrate up|down|status`, `queue`, `job`, `bench`) follow.
+//! ```text
+//! pgmill migrate up|down|status|sql    versioned schema migrations
+//! pgmill queue list|pause|resume       queues and their job counts
+//! pgmill job get|list|cancel|retry|delete
+//! pgmill bench                         throughput and latency against hand-written SQL
+//! ```
+//!
+//! The database is `--database-url`, else `DATABASE_URL`, else the libpq `PG*` variables; the
+//! admin commands talk to it through pgmill's tokio-postgres driver. Output is a table for people,
+//! or JSON with `--json`. A failure prints one line, `pgmill: <why>`, on stderr and exits 1; no
+//! connection string is ever printed with its password.
+
+mod bench;
+mod cli_error;
+mod command_context;
+mod database_url;
+mod job;
+mod migrate;
+mod output;
+mod queue;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use pgmill::{Direction, Migrator, Schema};
+use clap::{Parser, Subcommand};
+
+use crate::bench::BenchArgs;
+use crate::cli_error::CliError;
+use crate::command_context::CommandContext;
+use crate::database_url::DatabaseUrl;
+use crate::job::JobCommand;
+use crate::migrate::MigrateCommand;
+use crate::output::Output;
+use crate::queue::QueueCommand;
 
 /// pgmill: a Postgres-backed job queue.
 #[derive(Debug, Parser)]
 #[command(name = "pgmill", version, about)]
 struct Cli {
+    /// Postgres URL; default DATABASE_URL, else the PG* variables (PGHOST, PGPORT, PGUSER,
+    /// PGPASSWORD, PGDATABASE).
+    #[arg(long, global = true, value_name = "URL")]
+    database_url: Option<String>,
+    /// Schema holding pgmill's tables.
+    #[arg(long, global = true, default_value = "public")]
+    schema: String,
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
 
+/// The command groups.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Schema migrations.
@@ -23,69 +61,68 @@ enum Command {
         #[command(subcommand)]
         command: MigrateCommand,
     },
-}
-
-#[derive(Debug, Subcommand)]
-enum MigrateCommand {
-    /// Prints the SQL of one version (or every version) rendered into a schema.
-    Sql {
-        /// Schema holding pgmill's tables.
-        #[arg(long, default_value = "public")]
-        schema: String,
-        /// Version to print; every version, in order, when omitted.
-        #[arg(long)]
-        version: Option<u32>,
-        /// Direction of the script.
-        #[arg(long, value_enum, default_value_t = Way::Up)]
-        direction: Way,
+    /// Queues: list, pause, resume.
+    Queue {
+        #[command(subcommand)]
+        command: QueueCommand,
     },
+    /// Jobs: get, list, cancel, retry, delete.
+    Job {
+        #[command(subcommand)]
+        command: JobCommand,
+    },
+    /// Benchmarks pgmill's drivers against hand-written SQL on the same database.
+    Bench(BenchArgs),
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Way {
-    Up,
-    Down,
-}
-
-fn run(cli: Cli) -> pgmill::Result<String> {
+/// Runs the parsed command line.
+async fn run(cli: Cli) -> Result<Output, CliError> {
+    let ctx = CommandContext {
+        database_url: cli.database_url,
+        schema: cli.schema,
+        json: cli.json,
+    };
     match cli.command {
-        Command::Migrate {
-            command:
-                MigrateCommand::Sql {
-                    schema,
-                    version,
-                    direction,
-                },
-        } => {
-            let migrator = Migrator::new(Schema::new(&schema)?);
-            let direction = match direction {
-                Way::Up => Direction::Up,
-                Way::Down => Direction::Down,
-            };
-            let mut versions: Vec<u32> = match version {
-                Some(v) => vec![v],
-                None => (1..=Migrator::latest_version()).collect(),
-            };
-            if direction == Direction::Down {
-                versions.reverse();
-            }
-            let mut out = String::new();
-            for v in versions {
-                out.push_str(&format!("-- pgmill schema version {v} ({direction:?})\n"));
-                out.push_str(&migrator.sql(v, direction)?);
-            }
-            Ok(out)
+        Command::Migrate { command } => migrate::run(command, &ctx).await,
+        Command::Queue { command } => queue::run(command, &ctx).await,
+        Command::Job { command } => job::run(command, &ctx).await,
+        Command::Bench(args) => {
+            // The benchmark uses only an explicit URL; without one it starts a throwaway cluster.
+            let url = ctx
+                .database_url
+                .clone()
+                .or_else(|| std::env::var(database_url::DATABASE_URL).ok())
+                .filter(|u| !u.is_empty())
+                .map(DatabaseUrl::new);
+            bench::run(args, url, ctx.json).await
         }
     }
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pgmill: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // Background tasks (pool connections) must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
         Ok(out) => {
-            #[allow(clippy::print_stdout)]
-            {
-                print!("{out}");
-            }
+            output::print(&out);
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -99,31 +136,154 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn cli(args: &[&str]) -> Cli {
-        Cli::try_parse_from(std::iter::once("pgmill").chain(args.iter().copied())).unwrap()
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("pgmill").chain(args.iter().copied()))
     }
 
     #[test]
-    fn migrate_sql_renders_into_the_schema() {
-        let out = run(cli(&["migrate", "sql", "--schema", "jobs"])).unwrap();
-        assert!(out.contains("CREATE TABLE \"jobs\".pgmill_job"));
-        let down = run(cli(&[
-            "migrate",
-            "sql",
-            "--direction",
-            "down",
-            "--version",
-            "1",
-        ]))
+    fn global_options_go_before_or_after_the_subcommand() {
+        let cli = parse(&["--json", "queue", "list", "--schema", "jobs"]).unwrap();
+        assert!(cli.json);
+        assert_eq!(cli.schema, "jobs");
+        assert!(matches!(
+            cli.command,
+            Command::Queue {
+                command: QueueCommand::List
+            }
+        ));
+        let cli = parse(&["migrate", "status", "--database-url", "postgres://h/d"]).unwrap();
+        assert_eq!(cli.database_url.as_deref(), Some("postgres://h/d"));
+        assert_eq!(cli.schema, "public");
+    }
+
+    #[test]
+    fn migrate_subcommands_take_their_target() {
+        let cli = parse(&["migrate", "up", "--target", "1"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Migrate {
+                command: MigrateCommand::Up { target: Some(1) }
+            }
+        ));
+        let cli = parse(&["migrate", "down"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Migrate {
+                command: MigrateCommand::Down { target: None }
+            }
+        ));
+        let cli = parse(&["migrate", "sql", "--direction", "down", "--version", "1"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Command::Migrate {
+                command: MigrateCommand::Sql {
+                    version: Some(1),
+                    direction: migrate::Way::Down
+                }
+            }
+        ));
+    }
+
+    #[test]
+    fn job_list_filters_accept_lists_and_reject_unknown_states() {
+        let cli = parse(&[
+            "job",
+            "list",
+            "--state",
+            "available,running",
+            "--state",
+            "completed",
+            "--queue",
+            "a",
+            "--kind",
+            "k1,k2",
+            "--limit",
+            "5",
+            "--after",
+            "10",
+        ])
         .unwrap();
-        assert!(down.contains("DROP TABLE \"public\".pgmill_job"));
+        let Command::Job {
+            command:
+                JobCommand::List {
+                    state,
+                    queue,
+                    kind,
+                    limit,
+                    after,
+                },
+        } = cli.command
+        else {
+            panic!("not job list: {:?}", cli.command);
+        };
+        use pgmill::JobState::*;
+        assert_eq!(state, vec![Available, Running, Completed]);
+        assert_eq!(queue, vec!["a"]);
+        assert_eq!(kind, vec!["k1", "k2"]);
+        assert_eq!((limit, after), (5, Some(10)));
+        assert!(parse(&["job", "list", "--state", "done"]).is_err());
+        assert!(parse(&["job", "list", "--limit", "0"]).is_err());
+        assert!(parse(&["job", "get", "abc"]).is_err());
     }
 
     #[test]
-    fn bad_schema_and_version_are_clear_errors() {
-        let err = run(cli(&["migrate", "sql", "--schema", "bad name"])).unwrap_err();
+    fn queue_and_job_actions_take_their_argument() {
+        assert!(matches!(
+            parse(&["queue", "pause", "mail"]).unwrap().command,
+            Command::Queue { command: QueueCommand::Pause { name } } if name == "mail"
+        ));
+        for action in ["get", "cancel", "retry", "delete"] {
+            let cli = parse(&["job", action, "42"]).unwrap();
+            assert!(matches!(cli.command, Command::Job { .. }), "{action}");
+        }
+        assert!(parse(&["queue", "resume"]).is_err());
+    }
+
+    #[test]
+    fn bench_options_parse_with_their_defaults() {
+        let cli = parse(&["bench"]).unwrap();
+        let Command::Bench(args) = cli.command else {
+            panic!("not bench");
+        };
+        assert_eq!(args.n, 100_000);
+        assert_eq!(args.driver, bench::DriverChoice::All);
+        let cli = parse(&[
+            "bench",
+            "--driver",
+            "tokio-postgres",
+            "-n",
+            "2000",
+            "--json",
+            "--workloads",
+            "w3_work,w4_latency",
+            "--preload-completed",
+            "1000",
+        ])
+        .unwrap();
+        assert!(cli.json);
+        let Command::Bench(args) = cli.command else {
+            panic!("not bench");
+        };
+        assert_eq!(args.driver, bench::DriverChoice::TokioPostgres);
+        assert_eq!(args.n, 2000);
+        assert_eq!(args.preload_completed, 1000);
+        assert_eq!(
+            args.workloads,
+            vec![bench::Workload::W3Work, bench::Workload::W4Latency]
+        );
+        assert!(parse(&["bench", "--driver", "mysql"]).is_err());
+    }
+
+    #[test]
+    fn migrate_sql_needs_no_database() {
+        let cli = parse(&["migrate", "sql", "--schema", "jobs"]).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let out = rt.block_on(run(cli)).unwrap();
+        assert!(matches!(out, Output::Text(t) if t.contains("CREATE TABLE \"jobs\".pgmill_job")));
+        let cli = parse(&["migrate", "sql", "--schema", "bad name"]).unwrap();
+        let err = rt.block_on(run(cli)).unwrap_err();
         assert!(err.to_string().contains("invalid schema name"), "{err}");
-        let err = run(cli(&["migrate", "sql", "--version", "99"])).unwrap_err();
-        assert!(err.to_string().contains("unknown version 99"), "{err}");
     }
 }

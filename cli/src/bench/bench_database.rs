@@ -1,0 +1,353 @@
+//! The database the benchmark runs on: a given URL or a throwaway cluster; fresh schemas; raw
+//! connections for the floor; COPY; and the exactly-once checks in SQL.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use bytes::{Bytes, BytesMut};
+use futures_util::{SinkExt, StreamExt};
+use pgmill::driver::Driver;
+use pgmill::{JobArgs, Migrator, Schema};
+use pgmill_driver_tokio_postgres::TokioPostgresDriver;
+use pgmill_drivertest::testdb::Cluster;
+use tokio::sync::mpsc;
+use tokio_postgres::{AsyncMessage, Client, NoTls, Notification};
+
+use super::bench_job::BenchJob;
+use super::progress::Progress;
+use crate::cli_error::CliError;
+use crate::command_context::{CONNECT_TIMEOUT, connect_admin};
+use crate::database_url::DatabaseUrl;
+
+/// Rows per chunk sent to a COPY.
+const COPY_CHUNK: u64 = 10_000;
+
+/// Kind of the completed rows preloaded before `w3_work`.
+pub(crate) const PRELOAD_KIND: &str = "bench_preload";
+
+/// The benchmark's database.
+pub(crate) struct BenchDatabase {
+    url: DatabaseUrl,
+    cluster: Option<Cluster>,
+    migrations: TokioPostgresDriver,
+    admin: Client,
+    next_schema: AtomicU32,
+}
+
+impl std::fmt::Debug for BenchDatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BenchDatabase")
+            .field("url", &self.url)
+            .field("throwaway", &self.cluster.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BenchDatabase {
+    /// Opens `url`, or starts a throwaway cluster when there is none.
+    ///
+    /// # Errors
+    ///
+    /// The cluster cannot start, or the database cannot be reached.
+    pub(crate) async fn open(url: Option<DatabaseUrl>) -> Result<Self, CliError> {
+        let (url, cluster) = match url {
+            Some(url) => (url, None),
+            None => {
+                let spinner = Progress::spinner("starting a throwaway PostgreSQL cluster");
+                let cluster = tokio::task::spawn_blocking(Cluster::start)
+                    .await
+                    .map_err(|e| CliError::context("starting the throwaway cluster", e))?
+                    .map_err(|e| CliError::context("cannot start a throwaway cluster", e))?;
+                spinner.finish();
+                (DatabaseUrl::new(cluster.url()), Some(cluster))
+            }
+        };
+        let migrations = connect_admin(&url).await?;
+        let admin = raw_connect(&url).await?;
+        Ok(BenchDatabase {
+            url,
+            cluster,
+            migrations,
+            admin,
+            next_schema: AtomicU32::new(0),
+        })
+    }
+
+    /// The URL (with its password, for drivers to connect).
+    pub(crate) fn url(&self) -> &DatabaseUrl {
+        &self.url
+    }
+
+    /// One line describing the server and the settings that matter for the figures.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub(crate) async fn describe(&self) -> Result<String, CliError> {
+        let row = self
+            .admin
+            .query_one(
+                "SELECT current_setting('server_version') AS version, \
+                 current_setting('fsync') AS fsync, \
+                 current_setting('synchronous_commit') AS synchronous_commit, \
+                 current_setting('full_page_writes') AS full_page_writes, \
+                 current_setting('shared_buffers') AS shared_buffers, \
+                 current_setting('max_connections') AS max_connections",
+                &[],
+            )
+            .await?;
+        let get = |i: usize| row.get::<_, String>(i);
+        let source = if self.cluster.is_some() {
+            "throwaway cluster"
+        } else {
+            "given database"
+        };
+        Ok(format!(
+            "PostgreSQL {} ({source}: fsync={}, synchronous_commit={}, full_page_writes={}, \
+             shared_buffers={}, max_connections={})",
+            get(0),
+            get(1),
+            get(2),
+            get(3),
+            get(4),
+            get(5)
+        ))
+    }
+
+    /// A new connection of its own (not from a pool), for the floor.
+    ///
+    /// # Errors
+    ///
+    /// The connection error.
+    pub(crate) async fn connect(&self) -> Result<Client, CliError> {
+        raw_connect(&self.url).await
+    }
+
+    /// A new connection whose notifications arrive on the returned channel.
+    ///
+    /// # Errors
+    ///
+    /// The connection error.
+    pub(crate) async fn connect_listening(
+        &self,
+    ) -> Result<(Client, mpsc::UnboundedReceiver<Notification>), CliError> {
+        let connect = tokio_postgres::connect(self.url.expose(), NoTls);
+        let (client, mut connection) = tokio::time::timeout(CONNECT_TIMEOUT, connect)
+            .await
+            .map_err(|_| CliError::new(format!("cannot connect to {}: timed out", self.url)))?
+            .map_err(|e| self.connect_error(e))?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(Ok(message)) = messages.next().await {
+                if let AsyncMessage::Notification(n) = message
+                    && tx.send(n).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Ok((client, rx))
+    }
+
+    fn connect_error(&self, e: tokio_postgres::Error) -> CliError {
+        CliError::new(self.url.scrub(&format!(
+            "cannot connect to {}: {}",
+            self.url,
+            CliError::from(e)
+        )))
+    }
+
+    /// Creates a schema no other run uses and migrates it to the latest version.
+    ///
+    /// # Errors
+    ///
+    /// The migration error.
+    pub(crate) async fn fresh_schema(&self) -> Result<Schema, CliError> {
+        let k = self.next_schema.fetch_add(1, Ordering::Relaxed);
+        let schema = Schema::new(&format!("pgmill_bench_{}_{k}", std::process::id()))?;
+        self.drop_schema(&schema).await?;
+        let mut conn = self.migrations.acquire().await?;
+        Migrator::new(schema.clone()).up(&mut conn, None).await?;
+        Ok(schema)
+    }
+
+    /// Drops a schema and everything in it.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub(crate) async fn drop_schema(&self, schema: &Schema) -> Result<(), CliError> {
+        self.admin
+            .batch_execute(&format!(
+                "DROP SCHEMA IF EXISTS {} CASCADE",
+                schema.quoted()
+            ))
+            .await?;
+        Ok(())
+    }
+
+    /// Puts `n` completed jobs in the table by COPY, then vacuums and analyzes it, as a table
+    /// that has been in use for a while would be.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub(crate) async fn preload_completed(&self, schema: &Schema, n: u64) -> Result<(), CliError> {
+        let progress = Progress::bar(n, "preloading completed jobs");
+        let at = (chrono::Utc::now() - chrono::TimeDelta::hours(1)).to_rfc3339();
+        let sql = format!(
+            "COPY {}.pgmill_job (state, kind, args, attempt, attempted_at, finalized_at) FROM STDIN",
+            schema.quoted()
+        );
+        copy_rows(&self.admin, &sql, n, &progress, |i, buf| {
+            buf.extend_from_slice(
+                format!("completed\t{PRELOAD_KIND}\t{{\"i\":{i}}}\t1\t{at}\t{at}\n").as_bytes(),
+            );
+        })
+        .await?;
+        progress.finish();
+        let spinner = Progress::spinner("vacuuming the preloaded table");
+        self.admin
+            .batch_execute(&format!("VACUUM (ANALYZE) {}.pgmill_job", schema.quoted()))
+            .await?;
+        spinner.finish();
+        Ok(())
+    }
+
+    /// Forces a checkpoint, so that no checkpoint triggered by earlier runs' WAL (a 1,000,000-row
+    /// preload writes several hundred MB) writes and syncs in the background of the next measured
+    /// run. Without the privilege (superuser or `pg_checkpoint`) this does nothing.
+    pub(crate) async fn checkpoint(&self) {
+        let _ = self.admin.batch_execute("CHECKPOINT").await;
+    }
+
+    /// Checks that exactly the jobs `0..n` were inserted, once each, and are all available.
+    ///
+    /// # Errors
+    ///
+    /// A message saying what is off.
+    pub(crate) async fn verify_inserted(&self, schema: &Schema, n: u64) -> Result<(), CliError> {
+        let c = self.job_counts(schema, n).await?;
+        if c.total == n && c.distinct == n && c.in_range == n && c.available == n {
+            return Ok(());
+        }
+        Err(CliError::new(format!(
+            "expected {n} available jobs numbered 0 to {}, found {} rows ({} distinct, {} in \
+             range, {} available)",
+            n.saturating_sub(1),
+            c.total,
+            c.distinct,
+            c.in_range,
+            c.available
+        )))
+    }
+
+    /// Checks that exactly the jobs `0..n` exist, once each, all completed in their first
+    /// attempt.
+    ///
+    /// # Errors
+    ///
+    /// A message saying what is off.
+    pub(crate) async fn verify_completed(&self, schema: &Schema, n: u64) -> Result<(), CliError> {
+        let c = self.job_counts(schema, n).await?;
+        if c.total == n
+            && c.distinct == n
+            && c.in_range == n
+            && c.completed == n
+            && c.first_attempt == n
+        {
+            return Ok(());
+        }
+        Err(CliError::new(format!(
+            "expected {n} jobs each completed in exactly one attempt, found {} rows ({} distinct, \
+             {} completed, {} with attempt = 1)",
+            c.total, c.distinct, c.completed, c.first_attempt
+        )))
+    }
+
+    async fn job_counts(&self, schema: &Schema, n: u64) -> Result<JobCounts, CliError> {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        let row = self
+            .admin
+            .query_one(
+                &format!(
+                    "SELECT count(*) AS total, \
+                       count(DISTINCT args->>'i') AS distinct_i, \
+                       count(*) FILTER (WHERE (args->>'i')::bigint BETWEEN 0 AND $2::bigint - 1) \
+                         AS in_range, \
+                       count(*) FILTER (WHERE state = 'available') AS available, \
+                       count(*) FILTER (WHERE state = 'completed') AS completed, \
+                       count(*) FILTER (WHERE attempt = 1) AS first_attempt \
+                     FROM {}.pgmill_job WHERE kind = $1::text",
+                    schema.quoted()
+                ),
+                &[&BenchJob::KIND, &n],
+            )
+            .await?;
+        let get = |i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
+        Ok(JobCounts {
+            total: get(0),
+            distinct: get(1),
+            in_range: get(2),
+            available: get(3),
+            completed: get(4),
+            first_attempt: get(5),
+        })
+    }
+}
+
+/// Counts of the benchmark jobs in a schema.
+#[derive(Debug, Clone, Copy)]
+struct JobCounts {
+    total: u64,
+    distinct: u64,
+    in_range: u64,
+    available: u64,
+    completed: u64,
+    first_attempt: u64,
+}
+
+/// Connects one tokio-postgres client and drives its connection in the background.
+async fn raw_connect(url: &DatabaseUrl) -> Result<Client, CliError> {
+    let connect = tokio_postgres::connect(url.expose(), NoTls);
+    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, connect)
+        .await
+        .map_err(|_| CliError::new(format!("cannot connect to {url}: timed out")))?
+        .map_err(|e| {
+            CliError::new(url.scrub(&format!("cannot connect to {url}: {}", CliError::from(e))))
+        })?;
+    tokio::spawn(async move {
+        // Ends when the client is dropped or the server goes away; errors surface on the client.
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+/// Streams rows `0..n` into a text-format COPY, `write_row(i, buf)` appending each line; returns
+/// the number of rows copied.
+///
+/// # Errors
+///
+/// The database error.
+pub(crate) async fn copy_rows(
+    client: &Client,
+    sql: &str,
+    n: u64,
+    progress: &Progress,
+    mut write_row: impl FnMut(u64, &mut BytesMut),
+) -> Result<u64, CliError> {
+    let sink = client.copy_in::<_, Bytes>(sql).await?;
+    let mut sink = std::pin::pin!(sink);
+    let mut start = 0;
+    while start < n {
+        let end = (start + COPY_CHUNK).min(n);
+        let mut buf = BytesMut::with_capacity(((end - start) * 32) as usize);
+        for i in start..end {
+            write_row(i, &mut buf);
+        }
+        sink.send(buf.freeze()).await?;
+        progress.inc(end - start);
+        start = end;
+    }
+    Ok(sink.finish().await?)
+}

@@ -1,0 +1,92 @@
+//! What runs the workloads (pgmill on a driver, or the floor), and how one run is measured and
+//! checked.
+
+use std::sync::Arc;
+
+use pgmill::Schema;
+
+use super::bench_database::BenchDatabase;
+use super::bench_result::Measurement;
+use super::execution_ledger::ExecutionLedger;
+use super::workload::{BenchOptions, Workload};
+use crate::cli_error::CliError;
+
+/// What one contender's run of one workload produced.
+#[derive(Debug)]
+pub(crate) struct Run {
+    /// The measurement.
+    pub(crate) measurement: Measurement,
+    /// The workers' execution counts, for the workloads that run jobs.
+    pub(crate) ledger: Option<Arc<ExecutionLedger>>,
+}
+
+impl Run {
+    /// A run that ran no jobs (the insert workloads).
+    pub(crate) fn throughput(measurement: Measurement) -> Self {
+        Run {
+            measurement,
+            ledger: None,
+        }
+    }
+}
+
+/// Something that runs the workloads: pgmill on a driver, or the floor.
+pub(crate) trait Contender {
+    /// The name in results.
+    fn name(&self) -> &'static str;
+
+    /// Runs `workload` in `schema` (fresh and migrated) and measures it.
+    async fn run(
+        &self,
+        workload: Workload,
+        schema: &Schema,
+        opts: &BenchOptions,
+    ) -> Result<Run, CliError>;
+}
+
+/// Runs one workload for one contender in a fresh schema: preload (w3), a checkpoint, the run,
+/// exactly-once checks, and the schema dropped whatever happened.
+pub(crate) async fn measure(
+    db: &BenchDatabase,
+    contender: &impl Contender,
+    workload: Workload,
+    opts: &BenchOptions,
+) -> Result<Measurement, CliError> {
+    let schema = db.fresh_schema().await?;
+    let measured = async {
+        if workload == Workload::W3Work && opts.preload_completed > 0 {
+            db.preload_completed(&schema, opts.preload_completed)
+                .await?;
+        }
+        db.checkpoint().await;
+        let run = contender.run(workload, &schema, opts).await?;
+        let expected = workload.jobs(opts);
+        let checked = match workload {
+            Workload::W1InsertBulk | Workload::W2InsertSingle => {
+                db.verify_inserted(&schema, expected).await
+            }
+            Workload::W3Work | Workload::W4Latency => {
+                let ledger = run
+                    .ledger
+                    .as_ref()
+                    .map_or(Err("no execution counts".to_owned()), |l| l.check());
+                match ledger {
+                    Ok(()) => db.verify_completed(&schema, expected).await,
+                    Err(e) => Err(CliError::new(e)),
+                }
+            }
+        };
+        checked.map_err(|e| {
+            CliError::new(format!(
+                "exactly-once check failed for {} {workload}: {e}",
+                contender.name()
+            ))
+        })?;
+        Ok::<Measurement, CliError>(run.measurement)
+    }
+    .await;
+    let dropped = db.drop_schema(&schema).await;
+    let figure = measured?;
+    dropped?;
+    Ok(figure)
+}

@@ -1,0 +1,118 @@
+//! Which drivers to benchmark, and connecting each one for a run.
+
+use clap::ValueEnum;
+use pgmill_driver_diesel::DieselDriver;
+use pgmill_driver_sqlx::SqlxDriver;
+use pgmill_driver_tokio_postgres::TokioPostgresDriver;
+
+use super::bench_database::BenchDatabase;
+use super::bench_result::Measurement;
+use super::contender::measure;
+use super::engine_bench::EngineBench;
+use super::workload::{BenchOptions, Workload};
+use crate::cli_error::CliError;
+
+/// Connections in each driver's pool (sqlx's default).
+pub(crate) const ENGINE_POOL_SIZE: usize = 10;
+
+/// Which drivers to benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DriverChoice {
+    /// pgmill-driver-sqlx.
+    Sqlx,
+    /// pgmill-driver-tokio-postgres.
+    TokioPostgres,
+    /// pgmill-driver-diesel.
+    Diesel,
+    /// All three.
+    All,
+}
+
+impl DriverChoice {
+    /// The drivers chosen, in the order they run.
+    pub(crate) fn drivers(self) -> Vec<BenchDriver> {
+        match self {
+            DriverChoice::Sqlx => vec![BenchDriver::Sqlx],
+            DriverChoice::TokioPostgres => vec![BenchDriver::TokioPostgres],
+            DriverChoice::Diesel => vec![BenchDriver::Diesel],
+            DriverChoice::All => vec![
+                BenchDriver::Sqlx,
+                BenchDriver::TokioPostgres,
+                BenchDriver::Diesel,
+            ],
+        }
+    }
+}
+
+/// One driver to benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BenchDriver {
+    /// pgmill-driver-sqlx.
+    Sqlx,
+    /// pgmill-driver-tokio-postgres.
+    TokioPostgres,
+    /// pgmill-driver-diesel.
+    Diesel,
+}
+
+impl BenchDriver {
+    /// The name in results.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            BenchDriver::Sqlx => "sqlx",
+            BenchDriver::TokioPostgres => "tokio-postgres",
+            BenchDriver::Diesel => "diesel",
+        }
+    }
+}
+
+/// Connects `driver`, measures `workload` on it, and closes its pool.
+pub(crate) async fn measure_driver(
+    db: &BenchDatabase,
+    driver: BenchDriver,
+    workload: Workload,
+    opts: &BenchOptions,
+) -> Result<Measurement, CliError> {
+    let url = db.url();
+    let connect_error = |e: pgmill::Error| {
+        CliError::new(url.scrub(&format!(
+            "{} cannot connect to {url}: {}",
+            driver.name(),
+            CliError::from(e)
+        )))
+    };
+    match driver {
+        BenchDriver::Sqlx => {
+            let d = SqlxDriver::connect(url.expose())
+                .await
+                .map_err(connect_error)?;
+            let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
+            d.pool().close().await;
+            figure
+        }
+        BenchDriver::TokioPostgres => {
+            let d = TokioPostgresDriver::connect(url.expose(), ENGINE_POOL_SIZE)
+                .await
+                .map_err(connect_error)?;
+            let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
+            d.pool().close();
+            figure
+        }
+        BenchDriver::Diesel => {
+            let size = u32::try_from(ENGINE_POOL_SIZE).unwrap_or(u32::MAX);
+            let d = DieselDriver::connect(url.expose(), size)
+                .await
+                .map_err(connect_error)?;
+            let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
+            d.pool().close();
+            figure
+        }
+    }
+}
+
+fn engine<D: pgmill::driver::Driver>(choice: BenchDriver, driver: D) -> EngineBench<D> {
+    EngineBench {
+        name: choice.name(),
+        driver,
+    }
+}

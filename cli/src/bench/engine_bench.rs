@@ -1,0 +1,281 @@
+//! The workloads run through pgmill's public API on one driver.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use pgmill::driver::Driver;
+use pgmill::{Client, DEFAULT_QUEUE, InsertParams, JobId, Schema};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::bench_job::{BenchJob, BenchWorker};
+use super::bench_result::Measurement;
+use super::execution_ledger::ExecutionLedger;
+use super::progress::Progress;
+use super::stopwatch::Stopwatch;
+use super::{
+    BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Workload,
+};
+use crate::cli_error::CliError;
+
+/// pgmill on one driver.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineBench<D: Driver> {
+    /// The driver's name in results.
+    pub(crate) name: &'static str,
+    /// The driver, connected.
+    pub(crate) driver: D,
+}
+
+impl<D: Driver> Contender for EngineBench<D> {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    async fn run(
+        &self,
+        workload: Workload,
+        schema: &Schema,
+        opts: &BenchOptions,
+    ) -> Result<Run, CliError> {
+        match workload {
+            Workload::W1InsertBulk => self.insert_bulk(schema, opts.n).await,
+            Workload::W2InsertSingle => self.insert_single(schema, workload.jobs(opts)).await,
+            Workload::W3Work => self.work(schema, opts).await,
+            Workload::W4Latency => self.latency(schema, opts).await,
+        }
+    }
+}
+
+/// The insert parameters of jobs `0..n`.
+fn bench_params(n: u64) -> Result<Vec<InsertParams>, CliError> {
+    (0..n)
+        .map(|i| InsertParams::from_args(&BenchJob { i }, None).map_err(CliError::from))
+        .collect()
+}
+
+impl<D: Driver> EngineBench<D> {
+    fn inserter(&self, schema: &Schema) -> Result<Client<D>, CliError> {
+        Ok(Client::builder(self.driver.clone())
+            .schema(schema.clone())
+            .build()?)
+    }
+
+    fn worker_client(
+        &self,
+        schema: &Schema,
+        opts: &BenchOptions,
+        worker: BenchWorker,
+    ) -> Result<Client<D>, CliError> {
+        Ok(Client::builder(self.driver.clone())
+            .schema(schema.clone())
+            .queue(DEFAULT_QUEUE, opts.workers)
+            .worker(worker)
+            .build()?)
+    }
+
+    /// w1: `Client::insert_bulk` of n jobs in one call.
+    async fn insert_bulk(&self, schema: &Schema, n: u64) -> Result<Run, CliError> {
+        let client = self.inserter(schema)?;
+        let params = bench_params(n)?;
+        let spinner = Progress::spinner(format!("{}: insert_bulk of {n} jobs", self.name));
+        let stopwatch = Stopwatch::start();
+        let inserted = client.insert_bulk(&params).await?;
+        let measurement = stopwatch.stop(n);
+        spinner.finish();
+        if inserted != n {
+            return Err(CliError::new(format!(
+                "insert_bulk reported {inserted} rows for {n} jobs"
+            )));
+        }
+        Ok(Run::throughput(measurement))
+    }
+
+    /// w2: `Client::insert` of n jobs, one per call, from concurrent tasks.
+    async fn insert_single(&self, schema: &Schema, n: u64) -> Result<Run, CliError> {
+        let client = self.inserter(schema)?;
+        let next = Arc::new(AtomicU64::new(0));
+        let progress = Progress::bar(n, format!("{}: single inserts", self.name));
+        let stopwatch = Stopwatch::start();
+        let mut tasks = JoinSet::new();
+        for _ in 0..INSERT_TASKS {
+            let (client, next, progress) = (client.clone(), Arc::clone(&next), progress.clone());
+            tasks.spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n {
+                        return Ok::<(), CliError>(());
+                    }
+                    client.insert(BenchJob { i }).await?;
+                    progress.inc(1);
+                }
+            });
+        }
+        join_all(tasks).await?;
+        let measurement = stopwatch.stop(n);
+        progress.finish();
+        Ok(Run::throughput(measurement))
+    }
+
+    /// w3: n jobs queued by `insert_bulk`, then a client started; timed from start until the
+    /// client has recorded n outcomes.
+    async fn work(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, CliError> {
+        let n = opts.n;
+        let ledger = Arc::new(ExecutionLedger::new(n));
+        let worker = BenchWorker {
+            ledger: Arc::clone(&ledger),
+            starts: None,
+        };
+        let client = self.worker_client(schema, opts, worker)?;
+        let spinner = Progress::spinner(format!("{}: queueing {n} jobs", self.name));
+        client.insert_bulk(&bench_params(n)?).await?;
+        spinner.finish();
+        let progress = Progress::bar(n, format!("{}: working", self.name));
+        let stopwatch = Stopwatch::start();
+        client.start().await?;
+        let mut last = (0, Instant::now());
+        loop {
+            let done = client.stats().recorded_outcomes;
+            progress.set(done);
+            if done >= n {
+                break;
+            }
+            if done != last.0 {
+                last = (done, Instant::now());
+            } else if last.1.elapsed() > STALL_TIMEOUT {
+                client.stop_and_cancel().await;
+                return Err(CliError::new(format!(
+                    "{} stalled: {done} of {n} outcomes recorded, {} executions, nothing for {} s",
+                    self.name,
+                    ledger.total(),
+                    STALL_TIMEOUT.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let measurement = stopwatch.stop(n);
+        progress.finish();
+        client.stop().await;
+        Ok(Run {
+            measurement,
+            ledger: Some(ledger),
+        })
+    }
+
+    /// w4: an idle listening client; jobs inserted one by one by another client, a fixed interval
+    /// apart, each committed on its own; latency from the insert's return to the worker's start.
+    async fn latency(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, CliError> {
+        let m = opts.latency_jobs;
+        let ledger = Arc::new(ExecutionLedger::new(m));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let worker = BenchWorker {
+            ledger: Arc::clone(&ledger),
+            starts: Some(tx),
+        };
+        let client = self.worker_client(schema, opts, worker)?;
+        client.start().await?;
+        tokio::time::sleep(IDLE_BEFORE_LATENCY).await;
+        let mut inserter = Client::builder(self.driver.clone()).schema(schema.clone());
+        if let Some(cooldown) = opts.insert_notify_cooldown {
+            inserter = inserter.insert_notify_cooldown(Some(cooldown));
+        }
+        let inserter = inserter.build()?;
+        let progress = Progress::bar(m, format!("{}: latency inserts", self.name));
+        let mut committed: HashMap<JobId, Instant> = HashMap::new();
+        let mut ticks = tokio::time::interval(opts.latency_interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        for i in 0..m {
+            ticks.tick().await;
+            let job = inserter.insert(BenchJob { i }).await?;
+            committed.insert(job.id, Instant::now());
+            progress.inc(1);
+        }
+        progress.finish();
+        let starts = collect_starts(&mut rx, m, self.name).await;
+        let recorded = wait_for(|| client.stats().recorded_outcomes >= m).await;
+        client.stop().await;
+        let starts = starts?;
+        if !recorded {
+            return Err(CliError::new(format!(
+                "{}: only {} of {m} outcomes recorded within {} s",
+                self.name,
+                client.stats().recorded_outcomes,
+                STALL_TIMEOUT.as_secs()
+            )));
+        }
+        Ok(Run {
+            measurement: Measurement::Latency(latencies(&committed, &starts)?),
+            ledger: Some(ledger),
+        })
+    }
+}
+
+/// Waits (up to the stall timeout) until `done` is true.
+pub(crate) async fn wait_for(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + STALL_TIMEOUT;
+    while !done() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    true
+}
+
+/// Receives `m` start times, or fails once none arrived for the stall timeout.
+pub(crate) async fn collect_starts(
+    rx: &mut mpsc::UnboundedReceiver<(JobId, Instant)>,
+    m: u64,
+    name: &str,
+) -> Result<HashMap<JobId, Instant>, CliError> {
+    let mut starts = HashMap::new();
+    while (starts.len() as u64) < m {
+        match tokio::time::timeout(STALL_TIMEOUT, rx.recv()).await {
+            Ok(Some((id, at))) => {
+                if starts.insert(id, at).is_some() {
+                    return Err(CliError::new(format!("{name}: job {id} started twice")));
+                }
+            }
+            _ => {
+                return Err(CliError::new(format!(
+                    "{name}: only {} of {m} jobs started within {} s of the last",
+                    starts.len(),
+                    STALL_TIMEOUT.as_secs()
+                )));
+            }
+        }
+    }
+    Ok(starts)
+}
+
+/// Commit-to-start latencies of every job (zero when the start was seen before the insert
+/// returned).
+pub(crate) fn latencies(
+    committed: &HashMap<JobId, Instant>,
+    starts: &HashMap<JobId, Instant>,
+) -> Result<Vec<Duration>, CliError> {
+    let mut samples = Vec::with_capacity(committed.len());
+    for (id, at) in committed {
+        let started = starts
+            .get(id)
+            .ok_or_else(|| CliError::new(format!("job {id} was inserted but never started")))?;
+        samples.push(started.saturating_duration_since(*at));
+    }
+    Ok(samples)
+}
+
+/// Waits for every task, returning the first error.
+pub(crate) async fn join_all(mut tasks: JoinSet<Result<(), CliError>>) -> Result<(), CliError> {
+    let mut first = None;
+    while let Some(joined) = tasks.join_next().await {
+        let result =
+            joined.unwrap_or_else(|e| Err(CliError::context("a benchmark task failed", e)));
+        if let Err(e) = result {
+            first.get_or_insert(e);
+            tasks.abort_all();
+        }
+    }
+    first.map_or(Ok(()), Err)
+}

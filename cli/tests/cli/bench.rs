@@ -1,0 +1,61 @@
+//! A small benchmark run: JSON lines parse and the exactly-once checks pass.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+use pgmill_drivertest::testdb;
+
+#[test]
+fn bench_prints_one_json_line_per_result_after_checking_every_job() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pgmill"))
+        .args([
+            "bench",
+            "--database-url",
+            &testdb::url(),
+            "-n",
+            "200",
+            "--json",
+            "--driver",
+            "sqlx",
+            "--latency-jobs",
+            "20",
+        ])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "bench failed: {stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(lines.len(), 8, "{stdout}");
+    let mut seen = BTreeSet::new();
+    for line in &lines {
+        let driver = line["driver"].as_str().unwrap();
+        let workload = line["workload"].as_str().unwrap();
+        assert!(["floor", "sqlx"].contains(&driver), "{line}");
+        assert!(line["n"].as_u64().unwrap() > 0, "{line}");
+        assert!(line["floor_ratio"].as_f64().unwrap() > 0.0, "{line}");
+        if workload == "w4_latency" {
+            assert_eq!(line["n"], 20);
+            for key in ["p50_ms", "p95_ms", "p99_ms", "max_ms"] {
+                assert!(line[key].as_f64().is_some(), "{key}: {line}");
+            }
+        } else {
+            assert!(line["jobs_per_s"].as_f64().unwrap() > 0.0, "{line}");
+        }
+        seen.insert((driver.to_owned(), workload.to_owned()));
+    }
+    assert_eq!(seen.len(), 8, "{seen:?}");
+    let w2 = lines
+        .iter()
+        .find(|l| l["workload"] == "w2_insert_single")
+        .unwrap();
+    assert_eq!(w2["n"], 20);
+    // Every benchmark schema was dropped.
+    let leftover =
+        crate::sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pgmill_bench_%'");
+    assert!(leftover.is_empty(), "{} schemas left", leftover.len());
+}
