@@ -12,7 +12,7 @@ use crate::database_url::DatabaseUrl;
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Connections the admin commands' pool may open.
-const ADMIN_POOL_SIZE: usize = 2;
+const ADMIN_POOL_SIZE: u32 = 2;
 
 /// The global options, as the database commands use them.
 #[derive(Debug, Clone)]

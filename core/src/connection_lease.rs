@@ -1,9 +1,10 @@
 //! A pooled connection as the engine holds it: closed instead of reused once it reports that the
-//! server is read-only.
+//! server is read-only or that the connection was lost.
 //!
 //! After a failover the old primary is demoted and answers writes with SQLSTATE 25006. Pooled
 //! connections to it would keep failing, so a lease that sees that error hands its connection to
-//! [`Driver::discard`] when dropped, and the pool opens a new one, to the new primary.
+//! [`Driver::discard`] when dropped, and the pool opens a new one, to the new primary. A lost
+//! connection goes the same way, so pools need not test connections on every checkout.
 
 use tracing::warn;
 
@@ -14,7 +15,8 @@ use crate::error::Result;
 pub(crate) struct ConnectionLease<D: Driver> {
     driver: D,
     conn: Option<D::Connection>,
-    read_only: bool,
+    /// Set once the connection reported a read-only server or its own loss.
+    spoiled: bool,
 }
 
 impl<D: Driver> ConnectionLease<D> {
@@ -23,7 +25,7 @@ impl<D: Driver> ConnectionLease<D> {
         Ok(ConnectionLease {
             conn: Some(driver.acquire().await?),
             driver: driver.clone(),
-            read_only: false,
+            spoiled: false,
         })
     }
 
@@ -35,9 +37,9 @@ impl<D: Driver> ConnectionLease<D> {
 
     fn observe<T>(&mut self, result: Result<T>) -> Result<T> {
         if let Err(e) = &result
-            && e.is_read_only()
+            && (e.is_read_only() || e.is_connection_lost())
         {
-            self.read_only = true;
+            self.spoiled = true;
         }
         result
     }
@@ -46,10 +48,10 @@ impl<D: Driver> ConnectionLease<D> {
 impl<D: Driver> Drop for ConnectionLease<D> {
     fn drop(&mut self) {
         // Otherwise the connection simply drops back into the pool.
-        if self.read_only
+        if self.spoiled
             && let Some(conn) = self.conn.take()
         {
-            warn!("the server is read-only (a demoted primary?): closing the connection");
+            warn!("closing a connection that was lost or reached a read-only server");
             self.driver.discard(conn);
         }
     }

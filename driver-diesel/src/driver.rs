@@ -29,11 +29,11 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use deadpool_diesel::Runtime;
 use deadpool_diesel::postgres::{Manager, Object, Pool};
+use deadpool_diesel::{ManagerConfig, RecyclingMethod, Runtime};
 use diesel::PgConnection;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use pgmill::driver::{Driver, Executor, Row, Statement, Transaction};
@@ -90,7 +90,15 @@ impl DieselDriver {
     ///
     /// [`Error::InvalidConfig`] for a pool that cannot be built, or the connection error.
     pub async fn connect(url: &str, max_size: u32) -> Result<Self> {
-        let manager = Manager::new(url, Runtime::Tokio1);
+        // No test query on checkout: connections that were found lost never return to the pool
+        // (see `DieselConnection`), and the engine retries a call that fails on a stale one.
+        let manager = Manager::from_config(
+            url,
+            Runtime::Tokio1,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::CustomFunction(Box::new(|_| Ok(()))),
+            },
+        );
         let pool = Pool::builder(manager)
             .max_size(max_size as usize)
             .runtime(Runtime::Tokio1)
@@ -151,6 +159,9 @@ pub struct DieselConnection {
     gate: Arc<Semaphore>,
     /// Transaction levels this driver opened on the connection and has not closed yet.
     levels: Arc<AtomicUsize>,
+    /// Set when a call found the connection lost: it then leaves the pool instead of returning,
+    /// which is what lets the pool skip a test query on every checkout.
+    lost: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for DieselConnection {
@@ -167,6 +178,7 @@ impl DieselConnection {
             object: Some(object),
             gate: Arc::new(Semaphore::new(1)),
             levels: Arc::new(AtomicUsize::new(0)),
+            lost: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -182,14 +194,20 @@ impl DieselConnection {
             .await
             .map_err(|_| gone())?;
         let levels = Arc::clone(&self.levels);
-        object
+        let result = object
             .interact(move |conn| {
                 let _permit = permit;
                 settle(conn, &levels, depth)?;
                 f(conn, &levels)
             })
             .await
-            .map_err(interact_error)?
+            .map_err(interact_error)?;
+        if let Err(e) = &result
+            && e.is_connection_lost()
+        {
+            self.lost.store(true, Ordering::Release);
+        }
+        result
     }
 }
 
@@ -251,6 +269,11 @@ impl Drop for DieselConnection {
         let Some(object) = self.object.take() else {
             return;
         };
+        if self.lost.load(Ordering::Acquire) {
+            // Out of the pool for good: dropped, it closes.
+            drop(Object::take(object));
+            return;
+        }
         let dirty = self.levels.load(Ordering::Acquire) > 0 || self.gate.available_permits() == 0;
         if !dirty {
             return;

@@ -39,13 +39,23 @@ impl SqlxDriver {
         SqlxDriver { pool }
     }
 
-    /// Connects a pool with sqlx's default options to `url`.
+    /// Connects a pool of up to `max_connections` to `url`.
+    ///
+    /// Unlike sqlx's defaults, the pool does not ping a connection before handing it out: the
+    /// engine runs a handful of statements per batch, and a ping would add a round trip to each.
+    /// A connection found broken is dropped on use and the engine retries the call.
     ///
     /// # Errors
     ///
     /// The connection error, as a [`pgmill::DbError`].
-    pub async fn connect(url: &str) -> Result<Self> {
-        PgPool::connect(url).await.map(Self::new).map_err(db_error)
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+        sqlx::postgres::PgPoolOptions::new()
+            .max_connections(max_connections)
+            .test_before_acquire(false)
+            .connect(url)
+            .await
+            .map(Self::new)
+            .map_err(db_error)
     }
 
     /// The pool this driver runs on.

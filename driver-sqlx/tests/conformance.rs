@@ -3,7 +3,6 @@
 use pgmill::driver::{Executor, Row, Statement};
 use pgmill::{DbError, DbErrorKind, InsertParams, Inserter, JobRow};
 use pgmill_driver_sqlx::{PgConnectionExt, SqlxDriver};
-use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgConnection};
 
 struct Harness;
@@ -19,12 +18,7 @@ impl pgmill_drivertest::Harness for Harness {
     type Driver = SqlxDriver;
 
     async fn connect(url: &str, max_connections: u32) -> pgmill::Result<SqlxDriver> {
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .connect(url)
-            .await
-            .map_err(sqlx_error)?;
-        Ok(SqlxDriver::new(pool))
+        SqlxDriver::connect(url, max_connections).await
     }
 
     async fn host_transaction(

@@ -39,7 +39,7 @@ pub struct TokioPostgresDriver {
 }
 
 impl TokioPostgresDriver {
-    /// Builds a driver over a new pool of at most `max_size` connections to `url`, without TLS.
+    /// Builds a driver over a new pool of at most `max_connections` connections to `url`, without TLS.
     ///
     /// Opens one connection to check that the database can be reached; it stays in the pool. The
     /// pool recycles connections with [`RecyclingMethod::Fast`] (a closed connection is replaced;
@@ -48,9 +48,10 @@ impl TokioPostgresDriver {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] when `url` does not parse or `max_size` is zero; the connection
+    /// [`Error::InvalidConfig`] when `url` does not parse or `max_connections` is zero; the connection
     /// error when the database cannot be reached.
-    pub async fn connect(url: &str, max_size: usize) -> Result<Self> {
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+        let max_size = usize::try_from(max_connections).unwrap_or(usize::MAX);
         let config: Config = url
             .parse()
             .map_err(|e| Error::InvalidConfig(format!("invalid Postgres URL: {e}")))?;

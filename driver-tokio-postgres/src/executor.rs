@@ -60,12 +60,35 @@ impl Executor for TokioPostgresConnection {
     where
         Self: 't;
 
+    /// Pooled connections prepare each statement once and keep it in deadpool's per-connection
+    /// cache: the engine runs the same few statements over and over, and planning them on every
+    /// call costs more than running them.
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
-        execute(self.client(), stmt).await
+        let params = Params::new(stmt)?;
+        let prepared = self
+            .0
+            .prepare_typed_cached(stmt.sql(), &params.types())
+            .await
+            .map_err(db_error)?;
+        self.client()
+            .execute(&prepared, &params.values())
+            .await
+            .map_err(db_error)
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        query(self.client(), stmt).await
+        let params = Params::new(stmt)?;
+        let prepared = self
+            .0
+            .prepare_typed_cached(stmt.sql(), &params.types())
+            .await
+            .map_err(db_error)?;
+        let rows = self
+            .client()
+            .query(&prepared, &params.values())
+            .await
+            .map_err(db_error)?;
+        decode_rows(&rows)
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
@@ -383,6 +406,19 @@ impl<'s> Params<'s> {
             .map(|v| Ok((Param(v), pg_type(v.pg_type())?)))
             .collect::<Result<_>>()?;
         Ok(Params { values })
+    }
+
+    /// The parameter types, for preparing the statement.
+    fn types(&self) -> Vec<Type> {
+        self.values.iter().map(|(_, t)| t.clone()).collect()
+    }
+
+    /// The values, for running a prepared statement.
+    fn values(&self) -> Vec<&(dyn ToSql + Sync)> {
+        self.values
+            .iter()
+            .map(|(p, _)| p as &(dyn ToSql + Sync))
+            .collect()
     }
 
     /// The `(value, type)` pairs `query_typed` / `execute_typed` take.

@@ -11,8 +11,7 @@ impl pgmill_drivertest::Harness for Harness {
     type Driver = TokioPostgresDriver;
 
     async fn connect(url: &str, max_connections: u32) -> pgmill::Result<TokioPostgresDriver> {
-        let max_size = usize::try_from(max_connections).unwrap_or(usize::MAX);
-        TokioPostgresDriver::connect(url, max_size).await
+        TokioPostgresDriver::connect(url, max_connections).await
     }
 
     async fn host_transaction(

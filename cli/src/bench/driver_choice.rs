@@ -13,7 +13,7 @@ use super::workload::{BenchOptions, Workload};
 use crate::cli_error::CliError;
 
 /// Connections in each driver's pool (sqlx's default).
-pub(crate) const ENGINE_POOL_SIZE: usize = 10;
+pub(crate) const ENGINE_POOL_SIZE: u32 = 10;
 
 /// Which drivers to benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -83,7 +83,7 @@ pub(crate) async fn measure_driver(
     };
     match driver {
         BenchDriver::Sqlx => {
-            let d = SqlxDriver::connect(url.expose())
+            let d = SqlxDriver::connect(url.expose(), ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
             let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
@@ -99,8 +99,7 @@ pub(crate) async fn measure_driver(
             figure
         }
         BenchDriver::Diesel => {
-            let size = u32::try_from(ENGINE_POOL_SIZE).unwrap_or(u32::MAX);
-            let d = DieselDriver::connect(url.expose(), size)
+            let d = DieselDriver::connect(url.expose(), ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
             let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;

@@ -44,7 +44,10 @@ SET state = (CASE
     END
 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::jsonb[])
     AS o(id, attempt, outcome, delay_us, error)
-WHERE j.id = o.id AND j.state = 'running' AND j.attempt = o.attempt
+-- state compared as text on purpose: with `state = 'running'` a cached generic plan matches the
+-- partial index pgmill_job_running_idx and scans all of it for every outcome instead of looking
+-- each row up by primary key.
+WHERE j.id = o.id AND j.state::text = 'running' AND j.attempt = o.attempt
 RETURNING j.id AS id, j.state::text AS state, j.attempt AS attempt,
     j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at,
     j.metadata->>'periodic' AS periodic
