@@ -28,7 +28,9 @@ use crate::error::{Error, Result, with_timeout};
 use crate::event::{Event, EventKind, EventSender};
 use crate::in_flight::InFlight;
 use crate::job::{JobId, JobRow};
-use crate::query::{SetStateParams, SetStateResult, job_set_state_if_running_many};
+use crate::query::{
+    SetStateParams, SetStateResult, job_set_completed_many, job_set_state_if_running_many,
+};
 use crate::schema::Schema;
 
 /// Default [`CompleterConfig::max_batch`].
@@ -151,7 +153,7 @@ impl Outcome {
 /// One attempt's outcome on its way to the database.
 #[derive(Debug)]
 pub(crate) struct Completion {
-    pub(crate) job: JobRow,
+    pub(crate) job: Arc<JobRow>,
     pub(crate) outcome: Outcome,
     pub(crate) run_time: Duration,
     pub(crate) finished_at: Instant,
@@ -231,9 +233,18 @@ impl<D: Driver> BatchCompleter<D> {
 
     async fn flush(&self, batch: &[Completion]) -> Result<()> {
         let params: Vec<SetStateParams> = batch.iter().map(|c| c.outcome.params(&c.job)).collect();
-        let available_within =
-            TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
-        let stmt = job_set_state_if_running_many(&self.schema, &params, available_within);
+        // Plain successes of non-periodic jobs, the common case, take the lean statement.
+        let plain = batch.iter().all(|c| {
+            matches!(c.outcome, Outcome::Completed { .. })
+                && c.job.metadata.get("periodic").is_none()
+        });
+        let stmt = if plain {
+            job_set_completed_many(&self.schema, &params)
+        } else {
+            let available_within =
+                TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
+            job_set_state_if_running_many(&self.schema, &params, available_within)
+        };
         let results: Vec<SetStateResult> = with_timeout("completer flush", async {
             let mut conn = ConnectionLease::acquire(&self.driver).await?;
             conn.query_as(&stmt).await
@@ -266,7 +277,7 @@ impl<D: Driver> BatchCompleter<D> {
                 let Some(r) = by_id.remove(&c.job.id) else {
                     continue;
                 };
-                let mut job = c.job.clone();
+                let mut job = JobRow::clone(&c.job);
                 let queue_wait = job
                     .attempted_at
                     .map(|at| (at - job.scheduled_at).to_std().unwrap_or_default())

@@ -37,6 +37,8 @@ impl JobExecutor {
         kill: &CancellationToken,
         cancel: &CancellationToken,
     ) {
+        // Shared with the worker's `Job` and then the completer: never deep-copied.
+        let job = Arc::new(job);
         let started = Instant::now();
         let outcome = match self.workers.get(&job.kind) {
             None => Outcome::Retry {
@@ -49,7 +51,7 @@ impl JobExecutor {
             },
             Some(worker) => {
                 let run = worker.run(
-                    job.clone(),
+                    Arc::clone(&job),
                     self.schema.clone(),
                     cancel.clone(),
                     self.default_timeout,

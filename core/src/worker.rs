@@ -32,14 +32,19 @@ pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 pub struct Job<A> {
     /// The decoded arguments.
     pub args: A,
-    row: JobRow,
+    row: Arc<JobRow>,
     schema: Schema,
     cancel: CancellationToken,
     recorded: AtomicBool,
 }
 
 impl<A> Job<A> {
-    pub(crate) fn new(args: A, row: JobRow, schema: Schema, cancel: CancellationToken) -> Self {
+    pub(crate) fn new(
+        args: A,
+        row: Arc<JobRow>,
+        schema: Schema,
+        cancel: CancellationToken,
+    ) -> Self {
         Job {
             args,
             row,
@@ -299,7 +304,7 @@ pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 pub(crate) trait ErasedWorker: Send + Sync {
     fn run(
         &self,
-        row: JobRow,
+        row: Arc<JobRow>,
         schema: Schema,
         cancel: CancellationToken,
         default_timeout: Option<Duration>,
@@ -314,14 +319,14 @@ struct Registered<A, W> {
 impl<A: JobArgs, W: Worker<A>> ErasedWorker for Registered<A, W> {
     fn run(
         &self,
-        row: JobRow,
+        row: Arc<JobRow>,
         schema: Schema,
         cancel: CancellationToken,
         default_timeout: Option<Duration>,
     ) -> BoxFuture<WorkResult> {
         let worker = Arc::clone(&self.worker);
         Box::pin(async move {
-            let args = match serde_json::from_value::<A>(row.args.clone()) {
+            let args = match A::deserialize(&row.args) {
                 Ok(args) => args,
                 Err(e) => {
                     return WorkResult::Undecodable(format!(

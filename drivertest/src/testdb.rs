@@ -94,6 +94,8 @@ pub struct Cluster {
     dir: PathBuf,
     port: u16,
     as_postgres: bool,
+    /// Test settings (fsync off and friends) instead of the defaults `initdb` writes.
+    tuned_for_tests: bool,
 }
 
 impl Cluster {
@@ -103,6 +105,20 @@ impl Cluster {
     ///
     /// When no binaries are installed or the cluster does not start; the message says why.
     pub fn start() -> Result<Cluster, TestDbError> {
+        Self::start_with(true)
+    }
+
+    /// Like [`Cluster::start`], but with the `postgresql.conf` defaults `initdb` writes (fsync and
+    /// synchronous commit on), as benchmarks want.
+    ///
+    /// # Errors
+    ///
+    /// As [`Cluster::start`].
+    pub fn start_with_defaults() -> Result<Cluster, TestDbError> {
+        Self::start_with(false)
+    }
+
+    fn start_with(tuned_for_tests: bool) -> Result<Cluster, TestDbError> {
         let bin = find_bin_dir()?;
         let as_postgres = running_as_root();
         let base = std::env::temp_dir().join(format!(
@@ -116,6 +132,7 @@ impl Cluster {
             dir: base,
             port: 0,
             as_postgres,
+            tuned_for_tests,
         };
         if as_postgres {
             chown_postgres(&cluster.dir)?;
@@ -218,9 +235,14 @@ impl Cluster {
     }
 
     fn pg_ctl_start(&self) -> Result<(), TestDbError> {
+        let tuning = if self.tuned_for_tests {
+            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+             -c max_connections=300 -c shared_buffers=64MB"
+        } else {
+            ""
+        };
         let opts = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off \
-             -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB",
+            "-p {} -k {} -c listen_addresses=127.0.0.1{tuning}",
             self.port,
             self.dir.display()
         );

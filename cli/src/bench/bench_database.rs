@@ -53,7 +53,7 @@ impl BenchDatabase {
             Some(url) => (url, None),
             None => {
                 let spinner = Progress::spinner("starting a throwaway PostgreSQL cluster");
-                let cluster = tokio::task::spawn_blocking(Cluster::start)
+                let cluster = tokio::task::spawn_blocking(Cluster::start_with_defaults)
                     .await
                     .map_err(|e| CliError::context("starting the throwaway cluster", e))?
                     .map_err(|e| CliError::context("cannot start a throwaway cluster", e))?;

@@ -127,6 +127,19 @@ pub(crate) fn job_set_state_if_running_many(
         .bind(micros(available_within))
 }
 
+/// The lean statement for a batch of plain completions of non-periodic jobs (fenced alike).
+pub(crate) fn job_set_completed_many(schema: &Schema, params: &[SetStateParams]) -> Statement {
+    schema
+        .statement(Query::JobSetCompletedMany)
+        .bind(params.iter().map(|p| p.id.0).collect::<Vec<_>>())
+        .bind(
+            params
+                .iter()
+                .map(|p| i64::from(p.attempt))
+                .collect::<Vec<_>>(),
+        )
+}
+
 pub(crate) fn job_get_by_id(schema: &Schema, id: JobId) -> Statement {
     schema.statement(Query::JobGetById).bind(id.0)
 }

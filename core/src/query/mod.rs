@@ -13,7 +13,7 @@ pub(crate) use job::{
     ClientIdRow, IdRow, RescuedRow, SetStateParams, SetStateResult, job_cancel, job_copy_available,
     job_delete, job_delete_finalized, job_get_available, job_get_by_id, job_get_cancel_requested,
     job_get_running_clients, job_insert_many, job_list, job_list_page, job_reassert_running,
-    job_release_orphaned, job_release_pending, job_rescue, job_retry,
+    job_release_orphaned, job_release_pending, job_rescue, job_retry, job_set_completed_many,
     job_set_state_if_running_many, queue_delete_expired,
 };
 pub use job::{JobListPage, JobListParams};
@@ -88,6 +88,7 @@ queries! {
     JobReleasePending => "job/job_release_pending.sql",
     JobRetry => "job/job_retry.sql",
     JobSchedule => "job/job_schedule.sql",
+    JobSetCompletedMany => "job/job_set_completed_many.sql",
     JobSetStateIfRunningMany => "job/job_set_state_if_running_many.sql",
     QueueControlNotify => "queue/queue_control_notify.sql",
     QueueList => "queue/queue_list.sql",
