@@ -91,7 +91,7 @@ pub(crate) struct Producer<D: Driver> {
     pub(crate) poll_interval: Duration,
     pub(crate) poll_only: bool,
     pub(crate) refresh_interval: Duration,
-    pub(crate) executor: JobExecutor,
+    pub(crate) executor: Arc<JobExecutor>,
     pub(crate) handle: Arc<QueueHandle>,
     pub(crate) in_flight: Arc<InFlight>,
 }
@@ -223,7 +223,7 @@ impl<D: Driver> Producer<D> {
                     .expect("a slot is free for every fetched job");
                 let cancel = kill.child_token();
                 self.handle.lock_running().insert(job.id, cancel.clone());
-                let executor = self.executor.clone();
+                let executor = Arc::clone(&self.executor);
                 let kill = kill.clone();
                 let handle = Arc::clone(&self.handle);
                 tokio::spawn(async move {

@@ -342,13 +342,13 @@ impl<D: Driver> Client<D> {
                 .run(rx, stopping),
             )
             .await;
-        let executor = JobExecutor {
+        let executor = Arc::new(JobExecutor {
             workers: inner.workers.clone(),
             schema: cfg.schema.clone(),
             retry_policy: Arc::clone(&cfg.retry_policy),
             default_timeout: cfg.job_timeout,
             completer: tx,
-        };
+        });
         let kill = CancellationToken::new();
         let mut producers = Vec::new();
         for (queue, q) in &cfg.queues {
@@ -361,7 +361,7 @@ impl<D: Driver> Client<D> {
                 poll_interval: cfg.poll_interval,
                 poll_only: self.poll_only(),
                 refresh_interval: cfg.queue_refresh_interval,
-                executor: executor.clone(),
+                executor: Arc::clone(&executor),
                 handle: Arc::clone(&inner.queues[queue]),
                 in_flight: Arc::clone(&inner.in_flight),
             };
