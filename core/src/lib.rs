@@ -33,7 +33,7 @@
 //!
 //! impl Worker<SendEmail> for SendEmailWorker {
 //!     async fn work(&self, job: &Job<SendEmail>) -> Result<(), JobError> {
-//!         println!("sending to {}", job.args.to);
+//!         tracing::info!(to = %job.args.to, "sending the e-mail");
 //!         Ok(()) // an error retries with backoff; JobError::cancel/discard/snooze say otherwise
 //!     }
 //! }

@@ -34,7 +34,7 @@ const BULK_COPY_CHUNK: usize = 100_000;
 /// # async fn run<E: pgmill::driver::Executor>(tx: &mut E) -> pgmill::Result<()> {
 /// let inserter = pgmill::Inserter::new(pgmill::Schema::public());
 /// let job = inserter.insert(tx, Email { to: "a@example.com".into() }).await?;
-/// println!("inserted job {}", job.id);
+/// tracing::info!(job_id = %job.id, "inserted");
 /// # Ok(())
 /// # }
 /// ```
