@@ -90,4 +90,9 @@ impl<D: Driver> Executor for ConnectionLease<D> {
         let r = self.conn().copy_in(copy).await;
         self.observe(r)
     }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: crate::driver::CopyChunks) -> Result<u64> {
+        let r = self.conn().copy_in_stream(sql, data).await;
+        self.observe(r)
+    }
 }

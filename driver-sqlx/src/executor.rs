@@ -181,6 +181,10 @@ impl Executor for SqlxConnection {
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         copy_in(&mut self.0, copy).await
     }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
+        copy_in_stream(&mut self.0, sql, data).await
+    }
 }
 
 impl Executor for SqlxExecutor<'_> {
@@ -211,6 +215,10 @@ impl Executor for SqlxExecutor<'_> {
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         copy_in(self.0, copy).await
+    }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
+        copy_in_stream(self.0, sql, data).await
     }
 }
 
@@ -243,6 +251,10 @@ impl Executor for SqlxTransaction<'_> {
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         copy_in(&mut self.0, copy).await
+    }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
+        copy_in_stream(&mut self.0, sql, data).await
     }
 }
 
@@ -278,6 +290,24 @@ async fn execute_script(conn: &mut PgConnection, sql: &str) -> Result<()> {
 
 async fn begin(conn: &mut PgConnection) -> Result<SqlxTransaction<'_>> {
     conn.begin().await.map(SqlxTransaction).map_err(db_error)
+}
+
+/// Streams chunks of core's text-format rows into one `COPY ... FROM STDIN`.
+async fn copy_in_stream(
+    conn: &mut PgConnection,
+    sql: &str,
+    mut data: pgmill::driver::CopyChunks,
+) -> Result<u64> {
+    let mut writer = conn.copy_in_raw(sql).await.map_err(db_error)?;
+    while let Some(chunk) = data.recv().await {
+        if let Err(e) = writer.send(chunk).await {
+            if let Err(abort) = writer.abort("pgmill: sending COPY data failed").await {
+                tracing::debug!(error = %abort, "aborting a failed COPY failed too");
+            }
+            return Err(db_error(e));
+        }
+    }
+    writer.finish().await.map_err(db_error)
 }
 
 async fn copy_in(conn: &mut PgConnection, copy: &CopyIn) -> Result<u64> {

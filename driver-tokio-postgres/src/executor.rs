@@ -109,6 +109,10 @@ impl Executor for TokioPostgresConnection {
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         copy_in(self.client(), copy).await
     }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
+        copy_in_stream(self.client(), sql, data).await
+    }
 }
 
 /// An executor over the application's own tokio-postgres client or transaction.
@@ -174,6 +178,10 @@ where
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         copy_in(self.client.client(), copy).await
+    }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
+        copy_in_stream(self.client.client(), sql, data).await
     }
 }
 
@@ -338,6 +346,10 @@ impl Executor for TokioPostgresTransaction<'_> {
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         copy_in(self.0.client(), copy).await
     }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
+        copy_in_stream(self.0.client(), sql, data).await
+    }
 }
 
 impl Transaction for TokioPostgresTransaction<'_> {
@@ -371,6 +383,21 @@ async fn query<C: GenericClient + Sync>(client: &C, stmt: &Statement) -> Result<
 
 async fn execute_script<C: GenericClient + Sync>(client: &C, sql: &str) -> Result<()> {
     client.batch_execute(sql).await.map_err(db_error)
+}
+
+/// Streams chunks of core's text-format rows into one `COPY ... FROM STDIN`, each chunk
+/// flushed as it arrives.
+async fn copy_in_stream(
+    client: &Client,
+    sql: &str,
+    mut data: pgmill::driver::CopyChunks,
+) -> Result<u64> {
+    let sink = client.copy_in::<_, Bytes>(sql).await.map_err(db_error)?;
+    let mut sink = pin!(sink);
+    while let Some(chunk) = data.recv().await {
+        sink.send(Bytes::from(chunk)).await.map_err(db_error)?;
+    }
+    sink.as_mut().finish().await.map_err(db_error)
 }
 
 /// Streams core's text-format rows through `COPY ... FROM STDIN` (on a transaction's client the

@@ -142,7 +142,7 @@ macro_rules! conformance_suite {
             }
             copy_in {
                 ten_thousand_rows_are_copied_or_inserted_by_fallback,
-                copied_rows_keep_special_characters,
+                copied_rows_keep_special_characters, streamed_chunks_are_copied_in_one_statement,
             }
             listener {
                 notification_is_delivered_on_a_schema_scoped_channel,

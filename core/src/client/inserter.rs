@@ -15,8 +15,8 @@ use crate::schema::Schema;
 
 /// Rows per multi-row INSERT in the bulk path's fallback.
 const BULK_INSERT_CHUNK: usize = 5_000;
-/// Rows per COPY in the bulk path.
-const BULK_COPY_CHUNK: usize = 100_000;
+/// Rows encoded per chunk of the bulk path's COPY stream.
+const BULK_COPY_CHUNK: usize = 5_000;
 
 /// Inserts jobs through any executor: a pooled connection, or the application's own transaction.
 ///
@@ -210,9 +210,24 @@ impl Inserter {
         } else {
             (Vec::new(), params.iter().collect())
         };
-        for chunk in copyable.chunks(BULK_COPY_CHUNK) {
-            let copy = job_copy_available(&self.schema, chunk.iter().copied());
-            inserted += exec.copy_in(&copy).await?;
+        if !copyable.is_empty() {
+            // One COPY, fed chunk by chunk: the next chunk is encoded while the last is on the wire.
+            let sql = job_copy_available(&self.schema, std::iter::empty())
+                .sql()
+                .to_owned();
+            let (tx, rx) = tokio::sync::mpsc::channel(2);
+            let encode = async {
+                for chunk in copyable.chunks(BULK_COPY_CHUNK) {
+                    let copy = job_copy_available(&self.schema, chunk.iter().copied());
+                    if tx.send(copy.into_data()).await.is_err() {
+                        break; // The COPY failed; its error is the one to report.
+                    }
+                    tokio::task::yield_now().await;
+                }
+                drop(tx);
+            };
+            let (copied, ()) = tokio::join!(exec.copy_in_stream(&sql, rx), encode);
+            inserted += copied?;
         }
         for chunk in rest.chunks(BULK_INSERT_CHUNK) {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();

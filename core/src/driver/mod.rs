@@ -28,6 +28,10 @@ pub use value::{FromValue, IntoValue, PgType, Value};
 
 use crate::error::{Error, Result};
 
+/// The chunks of text-format COPY data [`Executor::copy_in_stream`] receives, in order; the
+/// stream ends when the sender is dropped.
+pub type CopyChunks = tokio::sync::mpsc::Receiver<Vec<u8>>;
+
 /// A handle over a database library's connection pool, cheap to clone.
 ///
 /// The engine takes connections from it for its own work and opens a dedicated [`Listener`] for
@@ -97,6 +101,22 @@ pub trait Executor: Send {
     /// fall back to a multi-row `INSERT`.
     fn copy_in(&mut self, copy: &CopyIn) -> impl Future<Output = Result<u64>> + Send {
         let _ = copy;
+        async { Err(Error::Unsupported("COPY")) }
+    }
+
+    /// Streams one `COPY ... FROM STDIN` whose text-format data arrives in chunks on `data`, so
+    /// the caller can encode the next chunk while this one is on the wire; ends when the sender is
+    /// dropped. Returns the number of rows copied.
+    ///
+    /// # Errors
+    ///
+    /// The default returns [`Error::Unsupported`], as [`Executor::copy_in`] does.
+    fn copy_in_stream(
+        &mut self,
+        sql: &str,
+        data: CopyChunks,
+    ) -> impl Future<Output = Result<u64>> + Send {
+        let _ = (sql, data);
         async { Err(Error::Unsupported("COPY")) }
     }
 

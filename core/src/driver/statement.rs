@@ -112,6 +112,11 @@ impl CopyIn {
         &self.data
     }
 
+    /// Consumes the COPY into its encoded rows (for [`Executor::copy_in_stream`](super::Executor)).
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// How many rows were pushed.
     pub fn rows(&self) -> u64 {
         self.rows

@@ -134,3 +134,41 @@ pub async fn copied_rows_keep_special_characters<H: Harness>() {
         assert_eq!(got.values(), &want[..]);
     }
 }
+
+/// Chunks streamed into one COPY all arrive, in one statement; drivers without COPY say so.
+pub async fn streamed_chunks_are_copied_in_one_statement<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    ctx.script(&ctx.schema.render(TABLE)).await;
+    let mut conn = ctx.conn().await;
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    if !conn.supports_copy() {
+        drop(tx);
+        let err = conn
+            .copy_in_stream(&ctx.schema.render(COPY), rx)
+            .await
+            .expect_err("no COPY");
+        assert!(matches!(err, pgmill::Error::Unsupported(_)), "{err}");
+        return;
+    }
+    let sql = ctx.schema.render(COPY);
+    let feed = async {
+        for chunk in 0..5_i64 {
+            let mut copy = CopyIn::new(sql.clone());
+            for i in chunk * 1_000..(chunk + 1) * 1_000 {
+                copy.push_row(&row(i));
+            }
+            tx.send(copy.into_data())
+                .await
+                .expect("the COPY takes the chunk");
+        }
+        drop(tx);
+    };
+    let (copied, ()) = tokio::join!(conn.copy_in_stream(&sql, rx), feed);
+    assert_eq!(copied.expect("streamed copy"), 5_000);
+    assert_eq!(ctx.count("c").await, 5_000);
+    let last = conn
+        .query(&ctx.stmt("SELECT n, s, j FROM {schema}.c WHERE n = 4999"))
+        .await
+        .expect("select");
+    assert_eq!(last[0].values()[..3], row(4999)[..3]);
+}
