@@ -16,7 +16,7 @@ use crate::schema::Schema;
 /// Rows per multi-row INSERT in the bulk path's fallback.
 const BULK_INSERT_CHUNK: usize = 5_000;
 /// Rows encoded per chunk of the bulk path's COPY stream.
-const BULK_COPY_CHUNK: usize = 5_000;
+const BULK_COPY_CHUNK: usize = 20_000;
 
 /// Inserts jobs through any executor: a pooled connection, or the application's own transaction.
 ///
