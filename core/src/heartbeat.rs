@@ -16,13 +16,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
-use crate::driver::{Driver, Executor, FromRow, Row};
+use crate::driver::{Driver, Executor, Row};
 use crate::error::{Result, with_timeout};
 use crate::in_flight::InFlight;
 use crate::job::JobId;
 use crate::query::{
-    client_delete, client_heartbeat, client_register, job_notify_insert, job_reassert_running,
-    job_release_orphaned,
+    RescuedRow, client_delete, client_heartbeat, client_register, job_notify_insert,
+    job_reassert_running, job_release_orphaned,
 };
 use crate::schema::Schema;
 
@@ -137,7 +137,7 @@ impl<D: Driver> Heartbeat<D> {
             .map(|(id, _)| id)
             .collect();
         let mut conn = ConnectionLease::acquire(&self.driver).await?;
-        let released: Vec<RescuedQueue> = conn
+        let released: Vec<RescuedRow> = conn
             .query_as(&job_release_orphaned(&self.schema, &self.client_id, &owned))
             .await?;
         if !released.is_empty() {
@@ -153,17 +153,5 @@ impl<D: Driver> Heartbeat<D> {
             .await?;
         }
         Ok(())
-    }
-}
-
-struct RescuedQueue {
-    queue: String,
-}
-
-impl FromRow for RescuedQueue {
-    fn from_row(mut row: Row) -> Result<Self> {
-        Ok(RescuedQueue {
-            queue: row.take("queue")?,
-        })
     }
 }

@@ -103,6 +103,15 @@ impl<D: Driver> TestContext<D> {
     }
 }
 
+/// A [`TestContext`] on the harness's driver with pgmill's tables migrated into a fresh schema.
+///
+/// # Panics
+///
+/// When the database cannot be reached or migrating fails.
+pub async fn migrated<H: Harness>() -> TestContext<H::Driver> {
+    TestContext::<H::Driver>::migrated::<H>().await
+}
+
 /// Logs to the test output when `RUST_LOG` is set (e.g. `RUST_LOG=pgmill=debug`).
 fn init_logging() {
     static ONCE: std::sync::Once = std::sync::Once::new();

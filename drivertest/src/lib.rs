@@ -19,7 +19,7 @@ mod harness;
 pub mod scripted;
 pub mod testdb;
 
-pub use context::TestContext;
+pub use context::{TestContext, migrated};
 pub use harness::Harness;
 
 #[doc(hidden)]

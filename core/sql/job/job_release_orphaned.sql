@@ -16,4 +16,4 @@ WHERE j.state = 'running'
     AND j.attempted_by[cardinality(j.attempted_by)] = $1::text
     AND NOT (j.id = ANY($2::bigint[]))
     AND j.attempted_at < now() - interval '1 second'
-RETURNING j.id AS id, j.queue AS queue
+RETURNING j.id AS id, j.state::text AS state, j.queue AS queue

@@ -4,11 +4,7 @@ use pgmill::driver::Executor;
 use pgmill::{InsertOpts, InsertParams, JobId, JobListParams, JobState};
 
 use crate::scripted::{Task, test_client};
-use crate::{Harness, TestContext};
-
-async fn ctx<H: Harness>() -> TestContext<H::Driver> {
-    TestContext::<H::Driver>::migrated::<H>().await
-}
+use crate::{Harness, TestContext, migrated as ctx};
 
 async fn set_state<D: pgmill::driver::Driver>(ctx: &TestContext<D>, id: JobId, state: &str) {
     let finalized = if ["completed", "cancelled", "discarded"].contains(&state) {

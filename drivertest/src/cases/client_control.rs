@@ -9,11 +9,7 @@ use chrono::TimeDelta;
 use pgmill::{InsertOpts, JobError, JobState};
 
 use crate::scripted::{DropFlag, ScriptedWorker, Task, count_in, test_client, wait_for};
-use crate::{Harness, TestContext};
-
-async fn ctx<H: Harness>() -> TestContext<H::Driver> {
-    TestContext::<H::Driver>::migrated::<H>().await
-}
+use crate::{Harness, migrated as ctx};
 
 /// Gives a paused producer time in which it would have fetched, were it not paused.
 async fn grace() {

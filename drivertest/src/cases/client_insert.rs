@@ -6,11 +6,7 @@ use pgmill::{Error, InsertOpts, InsertParams, Inserter, JobState};
 use serde_json::json;
 
 use crate::scripted::{ScriptedWorker, Task, count_in, state_counts, test_client, wait_for};
-use crate::{Harness, TestContext};
-
-async fn ctx<H: Harness>() -> TestContext<H::Driver> {
-    TestContext::<H::Driver>::migrated::<H>().await
-}
+use crate::{Harness, migrated as ctx};
 
 fn task(n: i64) -> InsertParams {
     InsertParams::from_args(&Task { n }, None).unwrap()

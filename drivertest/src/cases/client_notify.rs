@@ -10,14 +10,10 @@ use pgmill::{InsertOpts, InsertParams, Inserter, JobState};
 use crate::scripted::{
     ScriptedWorker, Task, count_in, tagged_driver, terminate_tagged, test_client, wait_for,
 };
-use crate::{Harness, TestContext};
+use crate::{Harness, TestContext, migrated as ctx};
 
 /// Long enough that a job picked up sooner must have been picked up through a notification.
 const LONG_POLL: Duration = Duration::from_secs(120);
-
-async fn ctx<H: Harness>() -> TestContext<H::Driver> {
-    TestContext::<H::Driver>::migrated::<H>().await
-}
 
 /// Waits up to 30 s (far below [`LONG_POLL`]) for `n` completed jobs.
 async fn completes_without_polling<D: Driver>(ctx: &TestContext<D>, n: i64) {

@@ -9,11 +9,7 @@ use pgmill::{InsertOpts, InsertParams, JobError, JobState};
 use tokio::sync::Notify;
 
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
-use crate::{Harness, TestContext};
-
-async fn ctx<H: Harness>() -> TestContext<H::Driver> {
-    TestContext::<H::Driver>::migrated::<H>().await
-}
+use crate::{Harness, migrated as ctx};
 
 /// 10,000 jobs over three queues with 50 workers each: every job completes exactly once.
 pub async fn ten_thousand_jobs_over_three_queues_run_exactly_once<H: Harness>() {

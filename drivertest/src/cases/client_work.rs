@@ -11,11 +11,7 @@ use pgmill::{EventKind, InsertOpts, InsertParams, Inserter, Job, JobError, JobSt
 use serde_json::json;
 
 use crate::scripted::{DropFlag, ScriptedWorker, Task, count_in, test_client, wait_for};
-use crate::{Harness, TestContext};
-
-async fn ctx<H: Harness>() -> TestContext<H::Driver> {
-    TestContext::<H::Driver>::migrated::<H>().await
-}
+use crate::{Harness, migrated as ctx};
 
 /// A job failing its first attempt succeeds on the second; its first error is recorded.
 pub async fn retry_then_success<H: Harness>() {
