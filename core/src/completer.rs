@@ -182,16 +182,14 @@ impl<D: Driver> BatchCompleter<D> {
     /// abandoned (the jobs stay running; the rescuer recovers them).
     pub(crate) async fn run(self, mut rx: mpsc::Receiver<Completion>, stopping: CancellationToken) {
         let mut batch = Vec::with_capacity(self.config.max_batch);
+        // One connection for a run of back-to-back flushes.
+        let mut lease: Option<ConnectionLease<D>> = None;
         while let Some(first) = rx.recv().await {
             batch.push(first);
-            if !self.config.linger.is_zero() && batch.len() < self.config.max_batch {
-                let deadline = tokio::time::Instant::now() + self.config.linger;
-                while batch.len() < self.config.max_batch {
-                    match tokio::time::timeout_at(deadline, rx.recv()).await {
-                        Ok(Some(c)) => batch.push(c),
-                        _ => break,
-                    }
-                }
+            if !self.config.linger.is_zero() && rx.len() + 1 < self.config.max_batch {
+                // One timer for the whole linger: outcomes arriving meanwhile wait in the channel
+                // instead of waking the completer one by one.
+                tokio::time::sleep(self.config.linger).await;
             }
             while batch.len() < self.config.max_batch {
                 match rx.try_recv() {
@@ -199,19 +197,32 @@ impl<D: Driver> BatchCompleter<D> {
                     Err(_) => break,
                 }
             }
-            self.flush_with_retry(&mut batch, &stopping).await;
+            self.flush_with_retry(&mut batch, &mut lease, &stopping)
+                .await;
+            if rx.is_empty() {
+                // Idle: the connection goes back to the pool until the next outcome.
+                lease = None;
+            }
             self.in_flight.remove_all(batch.iter().map(|c| c.job.id));
             batch.clear();
         }
     }
 
-    async fn flush_with_retry(&self, batch: &mut [Completion], stopping: &CancellationToken) {
+    /// Flushes `batch` on `lease` (taking a connection when it holds none); a failed flush drops
+    /// the connection it used, so a retry takes another.
+    async fn flush_with_retry(
+        &self,
+        batch: &mut [Completion],
+        lease: &mut Option<ConnectionLease<D>>,
+        stopping: &CancellationToken,
+    ) {
         let mut backoff = Duration::from_millis(50);
         let mut failures_while_stopping = 0;
         loop {
-            match self.flush(batch).await {
+            match self.flush(batch, lease).await {
                 Ok(()) => return,
                 Err(e) => {
+                    *lease = None;
                     warn!(error = %e, num_outcomes = batch.len(), "completer flush failed; retrying");
                     if stopping.is_cancelled() {
                         failures_while_stopping += 1;
@@ -231,7 +242,11 @@ impl<D: Driver> BatchCompleter<D> {
         }
     }
 
-    async fn flush(&self, batch: &[Completion]) -> Result<()> {
+    async fn flush(
+        &self,
+        batch: &[Completion],
+        lease: &mut Option<ConnectionLease<D>>,
+    ) -> Result<()> {
         let params: Vec<SetStateParams> = batch.iter().map(|c| c.outcome.params(&c.job)).collect();
         // Plain successes of non-periodic jobs, the common case, take the lean statement.
         let plain = batch.iter().all(|c| {
@@ -245,20 +260,32 @@ impl<D: Driver> BatchCompleter<D> {
                 TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
             job_set_state_if_running_many(&self.schema, &params, available_within)
         };
-        let results: Vec<SetStateResult> = with_timeout("completer flush", async {
-            let mut conn = ConnectionLease::acquire(&self.driver).await?;
-            conn.query_as(&stmt).await
-        })
-        .await?;
+        // Rows are only needed to build events; without subscribers the row count is enough.
+        let want_rows = self.events.has_subscribers();
+        let (results, recorded): (Vec<SetStateResult>, u64) =
+            with_timeout("completer flush", async {
+                let conn = match lease {
+                    Some(conn) => conn,
+                    None => lease.insert(ConnectionLease::acquire(&self.driver).await?),
+                };
+                if want_rows {
+                    let rows: Vec<SetStateResult> = conn.query_as(&stmt).await?;
+                    let n = rows.len() as u64;
+                    Ok((rows, n))
+                } else {
+                    Ok((Vec::new(), conn.execute(&stmt).await?))
+                }
+            })
+            .await?;
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);
-        self.stats
-            .recorded
-            .fetch_add(results.len() as u64, Ordering::Relaxed);
+        self.stats.recorded.fetch_add(recorded, Ordering::Relaxed);
         let already_recorded = batch
             .iter()
             .filter(|c| matches!(c.outcome, Outcome::Completed { recorded: true }))
             .count();
-        let superseded = batch.len().saturating_sub(results.len() + already_recorded);
+        let superseded = batch
+            .len()
+            .saturating_sub(usize::try_from(recorded).unwrap_or(usize::MAX) + already_recorded);
         if superseded > 0 {
             self.stats
                 .superseded
@@ -268,8 +295,8 @@ impl<D: Driver> BatchCompleter<D> {
                 "outcomes of superseded attempts changed nothing"
             );
         }
-        debug!(num_recorded = results.len(), "completer flushed");
-        if self.events.has_subscribers() {
+        debug!(num_recorded = recorded, "completer flushed");
+        if want_rows {
             let flushed_at = Instant::now();
             let mut by_id: HashMap<JobId, SetStateResult> =
                 results.into_iter().map(|r| (r.id, r)).collect();

@@ -24,8 +24,8 @@ impl InFlight {
         self.jobs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn add(&self, id: JobId, attempt: i16) {
-        self.lock().insert(id, attempt);
+    pub(crate) fn add_all(&self, jobs: impl IntoIterator<Item = (JobId, i16)>) {
+        self.lock().extend(jobs);
     }
 
     pub(crate) fn remove_all(&self, ids: impl IntoIterator<Item = JobId>) {

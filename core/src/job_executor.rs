@@ -29,8 +29,10 @@ impl JobExecutor {
     /// Runs `job` to an outcome and queues the outcome for the completer. `kill` interrupts the
     /// work (hard stop): the job goes back to available with its attempt given back.
     ///
-    /// `cancel` (a child of `kill`) is the job's own token: an operator cancelling the running job
-    /// cancels it, which drops the work and ends the job cancelled.
+    /// `cancel` is the job's own token: an operator cancelling the running job cancels it, which
+    /// drops the work and ends the job cancelled. The producer also cancels it on a hard stop, so
+    /// the worker sees [`Job::cancelled`](crate::Job::cancelled) either way; `kill` wins when both
+    /// fired.
     pub(crate) async fn execute(
         &self,
         job: JobRow,

@@ -76,8 +76,29 @@ impl QueueHandle {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn cancel_all_running(&self) {
+        self.lock_running()
+            .values()
+            .for_each(CancellationToken::cancel);
+    }
+
     fn running_ids(&self) -> Vec<JobId> {
         self.lock_running().keys().copied().collect()
+    }
+}
+
+/// On a hard stop, cancels the token of every job running in this queue.
+async fn cancel_running_on_kill(handle: Arc<QueueHandle>, kill: CancellationToken) {
+    kill.cancelled().await;
+    handle.cancel_all_running();
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -103,6 +124,10 @@ impl<D: Driver> Producer<D> {
         let span = info_span!("producer", queue = %self.queue);
         async move {
             let slots = Arc::new(Semaphore::new(self.max_workers));
+            let _kill_watch = AbortOnDrop(tokio::spawn(cancel_running_on_kill(
+                Arc::clone(&self.handle),
+                kill.clone(),
+            )));
             let mut backoff = Duration::from_millis(100);
             self.refresh().await;
             let mut last_refresh = Instant::now();
@@ -195,6 +220,8 @@ impl<D: Driver> Producer<D> {
         slots: &Arc<Semaphore>,
         kill: &CancellationToken,
     ) -> crate::Result<()> {
+        // One connection for a run of back-to-back fetches, back to the pool when this returns.
+        let mut lease: Option<ConnectionLease<D>> = None;
         loop {
             let free = slots.available_permits();
             if free == 0 || self.handle.is_paused() {
@@ -202,9 +229,12 @@ impl<D: Driver> Producer<D> {
             }
             let limit = free.min(self.fetch_limit);
             let jobs = with_timeout("fetch", async {
-                let mut conn = ConnectionLease::acquire(&self.driver).await?;
+                let conn = match &mut lease {
+                    Some(conn) => conn,
+                    None => lease.insert(ConnectionLease::acquire(&self.driver).await?),
+                };
                 job_get_available(
-                    &mut conn,
+                    conn,
                     self.executor.schema_ref(),
                     &self.queue,
                     limit,
@@ -214,15 +244,24 @@ impl<D: Driver> Producer<D> {
             })
             .await?;
             let fetched = jobs.len();
-            for job in &jobs {
-                self.in_flight.add(job.id, job.attempt);
+            self.in_flight
+                .add_all(jobs.iter().map(|j| (j.id, j.attempt)));
+            // Each job's own token: an operator's cancel request cancels it, and so does a hard
+            // stop (`cancel_running_on_kill`). Not a child of `kill`: children of one token share
+            // its lock, which every job's start and end would contend for.
+            let tokens: Vec<CancellationToken> =
+                jobs.iter().map(|_| CancellationToken::new()).collect();
+            {
+                let mut running = self.handle.lock_running();
+                running.extend(jobs.iter().map(|j| j.id).zip(tokens.iter().cloned()));
             }
-            for job in jobs {
+            if kill.is_cancelled() {
+                tokens.iter().for_each(CancellationToken::cancel);
+            }
+            for (job, cancel) in jobs.into_iter().zip(tokens) {
                 let permit = Arc::clone(slots)
                     .try_acquire_owned()
                     .expect("a slot is free for every fetched job");
-                let cancel = kill.child_token();
-                self.handle.lock_running().insert(job.id, cancel.clone());
                 let executor = Arc::clone(&self.executor);
                 let kill = kill.clone();
                 let handle = Arc::clone(&self.handle);
