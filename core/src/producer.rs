@@ -276,6 +276,9 @@ impl<D: Driver> Producer<D> {
             if fetched < limit {
                 return Ok(());
             }
+            // Let the jobs just started run before counting free slots again: short jobs are done
+            // by then, so the next fetch fills their slots too instead of half of them.
+            tokio::task::yield_now().await;
         }
     }
 }
