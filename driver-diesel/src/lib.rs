@@ -12,7 +12,7 @@
 //! | feature                     | diesel driver                                                 |
 //! |-----------------------------|---------------------------------------------------------------|
 //! | enqueue in your transaction | yes, blocking, on `PgConnection` (and pooled connections)     |
-//! | LISTEN/NOTIFY               | yes, `notifications_iter()` polled every 2 ms on a thread     |
+//! | LISTEN/NOTIFY               | yes, `notifications_iter()` polled every 1 ms on a thread     |
 //! | COPY for bulk inserts       | no (see below); the engine falls back to multi-row `INSERT`s  |
 //! | SQLSTATE of server errors   | partial (see below)                                           |
 //! | type of a NULL column       | partial (see below)                                           |

@@ -30,8 +30,9 @@ use tokio::sync::{mpsc as async_mpsc, oneshot};
 
 use crate::error::{connection_error, query_error};
 
-/// How often the thread polls for notifications.
-const POLL_INTERVAL: Duration = Duration::from_millis(2);
+/// How often the thread polls for notifications: half of it is the average wait a notification
+/// adds. Each poll is one non-blocking read on the socket.
+const POLL_INTERVAL: Duration = Duration::from_millis(1);
 /// How often the thread checks the connection with `SELECT 1`.
 const HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// The first wait between failed reconnect attempts.
