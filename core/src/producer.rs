@@ -222,6 +222,8 @@ impl<D: Driver> Producer<D> {
     ) -> crate::Result<()> {
         // One connection for a run of back-to-back fetches, back to the pool when this returns.
         let mut lease: Option<ConnectionLease<D>> = None;
+        // Shared by the jobs started here: cloning a token locks its node, an `Arc` does not.
+        let shared_kill = Arc::new(kill.clone());
         loop {
             let free = slots.available_permits();
             if free == 0 || self.handle.is_paused() {
@@ -263,7 +265,7 @@ impl<D: Driver> Producer<D> {
                     .try_acquire_owned()
                     .expect("a slot is free for every fetched job");
                 let executor = Arc::clone(&self.executor);
-                let kill = kill.clone();
+                let kill = Arc::clone(&shared_kill);
                 let handle = Arc::clone(&self.handle);
                 tokio::spawn(async move {
                     let id = job.id;
