@@ -27,6 +27,7 @@
 //! pool's recycle check sees diesel's open transaction and discards the connection instead of
 //! reusing it.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -36,13 +37,13 @@ use deadpool_diesel::postgres::{Manager, Object, Pool};
 use deadpool_diesel::{ManagerConfig, RecyclingMethod, Runtime};
 use diesel::PgConnection;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
-use pgmill::driver::{Driver, Executor, Row, Statement, Transaction};
+use pgmill::driver::{CopyChunks, CopyIn, Driver, Executor, Row, Statement, Transaction};
 use pgmill::{DbError, DbErrorKind, Error, Result};
 use tokio::sync::Semaphore;
 
 use crate::error::{interact_error, pool_error, query_error};
-use crate::executor;
 use crate::listener::DieselListener;
+use crate::{copy, executor};
 
 /// How long [`DieselDriver::connect`]'s pool waits for a free connection, opens one, or checks one.
 const POOL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -150,9 +151,8 @@ impl Driver for DieselDriver {
 /// A connection checked out of the pool; returned to it on drop (after rolling back anything a
 /// dropped transaction left open).
 ///
-/// It runs statements through [`Executor`], each inside one `interact` call. COPY is not
-/// supported: diesel's `copy_from` needs a static `table!` definition, not the engine's
-/// statements, so the engine falls back to a multi-row `INSERT`.
+/// It runs statements through [`Executor`], each inside one `interact` call, COPY included:
+/// a streamed COPY runs in one call that waits for each chunk as the engine encodes it.
 pub struct DieselConnection {
     object: Option<Object>,
     /// One permit: held by the closure of the call in flight, so calls run in order.
@@ -319,6 +319,52 @@ async fn query_at(conn: &DieselConnection, depth: usize, stmt: &Statement) -> Re
     conn.run(depth, move |c, _| executor::query(c, &stmt)).await
 }
 
+async fn copy_at(conn: &DieselConnection, depth: usize, copy: &CopyIn) -> Result<u64> {
+    let copy = copy.clone();
+    conn.run(depth, move |c, _| {
+        copy::copy_in(c, copy.sql(), |out| out.write_all(copy.data()))
+    })
+    .await
+}
+
+/// Streams the chunks on `data` into one COPY, which ends when `data`'s sender is dropped.
+///
+/// The blocking call cannot see this future being dropped, so the chunks are forwarded to it
+/// with an explicit end marker: if this future is dropped mid-stream (the caller was cancelled),
+/// the forwarder goes with it, the blocking side sees its channel close without the marker, and
+/// aborts the COPY instead of committing a partial one.
+async fn copy_stream_at(
+    conn: &DieselConnection,
+    depth: usize,
+    sql: &str,
+    mut data: CopyChunks,
+) -> Result<u64> {
+    let sql = sql.to_owned();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Option<Vec<u8>>>(1);
+    let rx = RefCell::new(rx);
+    let copy = conn.run(depth, move |c, _| {
+        copy::copy_in(c, &sql, |out| {
+            loop {
+                match rx.borrow_mut().blocking_recv() {
+                    Some(Some(chunk)) => out.write_all(&chunk)?,
+                    Some(None) => return Ok(()),
+                    None => return Err(std::io::Error::other("the COPY's caller went away")),
+                }
+            }
+        })
+    });
+    let forward = async move {
+        while let Some(chunk) = data.recv().await {
+            if tx.send(Some(chunk)).await.is_err() {
+                return; // The COPY failed; its error is the one to report.
+            }
+        }
+        let _ = tx.send(None).await;
+    };
+    let (copied, ()) = tokio::join!(copy, forward);
+    copied
+}
+
 async fn script_at(conn: &DieselConnection, depth: usize, sql: &str) -> Result<()> {
     let sql = sql.to_owned();
     conn.run(depth, move |c, _| {
@@ -343,6 +389,18 @@ impl Executor for DieselConnection {
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
         script_at(self, 0, sql).await
+    }
+
+    fn supports_copy(&self) -> bool {
+        true
+    }
+
+    async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
+        copy_at(self, 0, copy).await
+    }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: CopyChunks) -> Result<u64> {
+        copy_stream_at(self, 0, sql, data).await
     }
 
     async fn begin(&mut self) -> Result<DieselPoolTransaction<'_>> {
@@ -389,6 +447,18 @@ impl Executor for DieselPoolTransaction<'_> {
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
         script_at(self.conn, self.depth, sql).await
+    }
+
+    fn supports_copy(&self) -> bool {
+        true
+    }
+
+    async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
+        copy_at(self.conn, self.depth, copy).await
+    }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: CopyChunks) -> Result<u64> {
+        copy_stream_at(self.conn, self.depth, sql, data).await
     }
 
     async fn begin(&mut self) -> Result<DieselPoolTransaction<'_>> {

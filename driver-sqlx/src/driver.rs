@@ -78,7 +78,7 @@ impl Driver for SqlxDriver {
         self.pool
             .acquire()
             .await
-            .map(SqlxConnection)
+            .map(SqlxConnection::new)
             .map_err(db_error)
     }
 

@@ -7,10 +7,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use pgmill::driver::{CopyIn, Executor, PgType, Row, Statement, Transaction, Value};
-use pgmill::{InsertOpts, InsertParams, Inserter, JobArgs, JobRow, Result};
+use pgmill::{DbError, DbErrorKind, InsertOpts, InsertParams, Inserter, JobArgs, JobRow, Result};
 use sqlx::error::BoxDynError;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::types::PgInterval;
@@ -26,9 +27,13 @@ use crate::error::{column_error, db_error, param_error};
 ///
 /// The engine gets these from [`SqlxDriver`](crate::SqlxDriver)'s `acquire`.
 #[derive(Debug)]
-pub struct SqlxConnection(pub(crate) PoolConnection<Postgres>);
+pub struct SqlxConnection(pub(crate) PoolConnection<Postgres>, CopyState);
 
 impl SqlxConnection {
+    pub(crate) fn new(conn: PoolConnection<Postgres>) -> Self {
+        SqlxConnection(conn, CopyState::default())
+    }
+
     /// Unwraps the sqlx pooled connection.
     pub fn into_inner(self) -> PoolConnection<Postgres> {
         self.0
@@ -39,13 +44,64 @@ impl SqlxConnection {
 ///
 /// Get one with [`PgConnectionExt::pgmill`]; it borrows the connection for as long as it lives.
 #[derive(Debug)]
-pub struct SqlxExecutor<'a>(&'a mut PgConnection);
+pub struct SqlxExecutor<'a>(&'a mut PgConnection, CopyState);
 
 /// A transaction (or savepoint) opened by [`Executor::begin`] on one of this crate's executors.
 ///
 /// Dropping it without [`Transaction::commit`] rolls it back, as sqlx's own transactions do.
 #[derive(Debug)]
-pub struct SqlxTransaction<'t>(sqlx::Transaction<'t, Postgres>);
+pub struct SqlxTransaction<'t>(sqlx::Transaction<'t, Postgres>, CopyState);
+
+/// Whether a COPY on this connection was dropped mid-way.
+///
+/// When a COPY's future is dropped, sqlx queues a `CopyFail` without counting the server's
+/// answer to it, so the connection is out of step: the next statement reads that stale error
+/// ("COPY from stdin failed"), and the ones after it read replies meant for others. Nothing
+/// outside sqlx can put it back in step. So a COPY marks itself in flight and clears the mark
+/// when it ends; every later call on a connection whose mark is still set fails with
+/// [`DbErrorKind::ConnectionLost`] instead of running, and the engine discards the connection (a
+/// pooled one is also closed by sqlx's own check when it returns to the pool). A transaction
+/// shares the mark of the executor it was begun on, as they share the connection.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct CopyState {
+    in_flight: Arc<AtomicBool>,
+}
+
+impl CopyState {
+    /// Fails when an earlier COPY on the connection was dropped mid-way.
+    fn check(&self) -> Result<()> {
+        if self.in_flight.load(Ordering::Acquire) {
+            return Err(DbError::new(
+                DbErrorKind::ConnectionLost,
+                "a COPY on this connection was dropped mid-way; sqlx cannot bring the \
+                 connection back in step, so it must be closed",
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    async fn copy_in(&self, conn: &mut PgConnection, copy: &CopyIn) -> Result<u64> {
+        self.check()?;
+        self.in_flight.store(true, Ordering::Release);
+        let copied = copy_in(conn, copy).await;
+        self.in_flight.store(false, Ordering::Release);
+        copied
+    }
+
+    async fn copy_in_stream(
+        &self,
+        conn: &mut PgConnection,
+        sql: &str,
+        data: pgmill::driver::CopyChunks,
+    ) -> Result<u64> {
+        self.check()?;
+        self.in_flight.store(true, Ordering::Release);
+        let copied = copy_in_stream(conn, sql, data).await;
+        self.in_flight.store(false, Ordering::Release);
+        copied
+    }
+}
 
 /// pgmill on the application's own sqlx connection or transaction: insert jobs in it, or run
 /// any of pgmill's operations through [`PgConnectionExt::pgmill`].
@@ -130,7 +186,7 @@ pub trait PgConnectionExt {
 
 impl PgConnectionExt for PgConnection {
     fn pgmill(&mut self) -> SqlxExecutor<'_> {
-        SqlxExecutor(self)
+        SqlxExecutor(self, CopyState::default())
     }
 
     async fn insert_job<A: JobArgs>(&mut self, inserter: &Inserter, args: A) -> Result<JobRow> {
@@ -159,19 +215,23 @@ impl Executor for SqlxConnection {
     type Transaction<'t> = SqlxTransaction<'t>;
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
+        self.1.check()?;
         execute(&mut self.0, stmt).await
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
+        self.1.check()?;
         query(&mut self.0, stmt).await
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
+        self.1.check()?;
         execute_script(&mut self.0, sql).await
     }
 
     async fn begin(&mut self) -> Result<SqlxTransaction<'_>> {
-        begin(&mut self.0).await
+        self.1.check()?;
+        begin(&mut self.0, &self.1).await
     }
 
     fn supports_copy(&self) -> bool {
@@ -179,11 +239,11 @@ impl Executor for SqlxConnection {
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
-        copy_in(&mut self.0, copy).await
+        self.1.copy_in(&mut self.0, copy).await
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
-        copy_in_stream(&mut self.0, sql, data).await
+        self.1.copy_in_stream(&mut self.0, sql, data).await
     }
 }
 
@@ -194,19 +254,23 @@ impl Executor for SqlxExecutor<'_> {
         Self: 't;
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
+        self.1.check()?;
         execute(self.0, stmt).await
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
+        self.1.check()?;
         query(self.0, stmt).await
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
+        self.1.check()?;
         execute_script(self.0, sql).await
     }
 
     async fn begin(&mut self) -> Result<SqlxTransaction<'_>> {
-        begin(self.0).await
+        self.1.check()?;
+        begin(self.0, &self.1).await
     }
 
     fn supports_copy(&self) -> bool {
@@ -214,11 +278,11 @@ impl Executor for SqlxExecutor<'_> {
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
-        copy_in(self.0, copy).await
+        self.1.copy_in(self.0, copy).await
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
-        copy_in_stream(self.0, sql, data).await
+        self.1.copy_in_stream(self.0, sql, data).await
     }
 }
 
@@ -229,20 +293,24 @@ impl Executor for SqlxTransaction<'_> {
         Self: 't;
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
+        self.1.check()?;
         execute(&mut self.0, stmt).await
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
+        self.1.check()?;
         query(&mut self.0, stmt).await
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
+        self.1.check()?;
         execute_script(&mut self.0, sql).await
     }
 
     /// Opens a savepoint (sqlx does so when the connection is already in a transaction).
     async fn begin(&mut self) -> Result<SqlxTransaction<'_>> {
-        begin(&mut self.0).await
+        self.1.check()?;
+        begin(&mut self.0, &self.1).await
     }
 
     fn supports_copy(&self) -> bool {
@@ -250,20 +318,22 @@ impl Executor for SqlxTransaction<'_> {
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
-        copy_in(&mut self.0, copy).await
+        self.1.copy_in(&mut self.0, copy).await
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
-        copy_in_stream(&mut self.0, sql, data).await
+        self.1.copy_in_stream(&mut self.0, sql, data).await
     }
 }
 
 impl Transaction for SqlxTransaction<'_> {
     async fn commit(self) -> Result<()> {
+        self.1.check()?;
         self.0.commit().await.map_err(db_error)
     }
 
     async fn rollback(self) -> Result<()> {
+        self.1.check()?;
         self.0.rollback().await.map_err(db_error)
     }
 }
@@ -288,8 +358,11 @@ async fn execute_script(conn: &mut PgConnection, sql: &str) -> Result<()> {
     Ok(())
 }
 
-async fn begin(conn: &mut PgConnection) -> Result<SqlxTransaction<'_>> {
-    conn.begin().await.map(SqlxTransaction).map_err(db_error)
+async fn begin<'c>(conn: &'c mut PgConnection, copy: &CopyState) -> Result<SqlxTransaction<'c>> {
+    conn.begin()
+        .await
+        .map(|tx| SqlxTransaction(tx, copy.clone()))
+        .map_err(db_error)
 }
 
 /// Streams chunks of core's text-format rows into one `COPY ... FROM STDIN`.

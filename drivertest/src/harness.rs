@@ -22,6 +22,10 @@ pub trait Harness: Send + Sync + 'static {
     /// no type for a NULL field); such NULLs decode as NULL of some type.
     const TYPES_NULL_COLUMNS: bool = true;
 
+    /// False when a connection cannot be used again after a streamed COPY on it was dropped
+    /// mid-way, and the driver reports it lost instead (sqlx 0.9 leaves the protocol out of step).
+    const REUSES_CONNECTION_AFTER_DROPPED_COPY: bool = true;
+
     /// Builds the driver over a fresh pool (at most `max_connections`) connected to `url`.
     fn connect(
         url: &str,

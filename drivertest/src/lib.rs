@@ -143,6 +143,9 @@ macro_rules! conformance_suite {
             copy_in {
                 ten_thousand_rows_are_copied_or_inserted_by_fallback,
                 copied_rows_keep_special_characters, streamed_chunks_are_copied_in_one_statement,
+                malformed_row_fails_the_copy_and_keeps_the_connection,
+                copy_in_a_transaction_commits_or_rolls_back_with_it,
+                dropped_streamed_copy_copies_nothing,
             }
             listener {
                 notification_is_delivered_on_a_schema_scoped_channel,

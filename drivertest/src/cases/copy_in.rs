@@ -1,7 +1,8 @@
 //! Bulk `COPY ... FROM STDIN`, or the multi-row `INSERT` drivers without COPY fall back to.
 
 use chrono::{TimeDelta, TimeZone, Utc};
-use pgmill::driver::{CopyIn, Executor, PgType, Value};
+use pgmill::DbErrorKind;
+use pgmill::driver::{CopyIn, Driver, Executor, PgType, Transaction, Value};
 use serde_json::json;
 
 use crate::{Harness, TestContext};
@@ -171,4 +172,103 @@ pub async fn streamed_chunks_are_copied_in_one_statement<H: Harness>() {
         .await
         .expect("select");
     assert_eq!(last[0].values()[..3], row(4999)[..3]);
+}
+
+/// A malformed row fails the whole COPY with a server error: nothing is copied and the
+/// connection takes the next statement.
+pub async fn malformed_row_fails_the_copy_and_keeps_the_connection<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    ctx.script(&ctx.schema.render(TABLE)).await;
+    let mut conn = ctx.conn().await;
+    if !conn.supports_copy() {
+        return; // Covered by the fallback in the first case.
+    }
+    let mut copy = CopyIn::new(ctx.schema.render(COPY));
+    copy.push_row(&row(1));
+    copy.push_row(&[Value::Text("not a number".into())]);
+    let err = conn.copy_in(&copy).await.expect_err("bad row");
+    let db = err.as_database().expect("a database error");
+    assert_eq!(db.kind(), DbErrorKind::Server, "{err}");
+    if H::REPORTS_EVERY_SQLSTATE {
+        assert_eq!(err.sqlstate(), Some("22P02"), "{err}");
+    }
+    assert_eq!(ctx.count("c").await, 0);
+    let mut good = CopyIn::new(ctx.schema.render(COPY));
+    good.push_row(&row(2));
+    assert_eq!(conn.copy_in(&good).await.expect("next copy"), 1);
+}
+
+/// A COPY inside a transaction that rolls back leaves nothing; one that commits is all there.
+pub async fn copy_in_a_transaction_commits_or_rolls_back_with_it<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    ctx.script(&ctx.schema.render(TABLE)).await;
+    let mut conn = ctx.conn().await;
+    if !conn.supports_copy() {
+        return;
+    }
+    let sql = ctx.schema.render(COPY);
+    for commit in [false, true] {
+        let mut tx = conn.begin().await.expect("begin");
+        let (feed, rx) = tokio::sync::mpsc::channel(1);
+        let send = async {
+            for i in 0..3 {
+                let mut copy = CopyIn::new(sql.clone());
+                copy.push_row(&row(i));
+                feed.send(copy.into_data()).await.expect("chunk");
+            }
+            drop(feed);
+        };
+        let (copied, ()) = tokio::join!(tx.copy_in_stream(&sql, rx), send);
+        assert_eq!(copied.expect("copy"), 3);
+        if commit {
+            tx.commit().await.expect("commit");
+        } else {
+            tx.rollback().await.expect("rollback");
+        }
+        assert_eq!(ctx.count("c").await, if commit { 3 } else { 0 });
+    }
+}
+
+/// A streamed COPY whose caller is dropped mid-stream copies nothing. The connection then works,
+/// or, where the library cannot recover it, reports itself lost and the pool's next one works.
+pub async fn dropped_streamed_copy_copies_nothing<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    ctx.script(&ctx.schema.render(TABLE)).await;
+    let mut conn = ctx.conn().await;
+    if !conn.supports_copy() {
+        return;
+    }
+    let sql = ctx.schema.render(COPY);
+    let (feed, rx) = tokio::sync::mpsc::channel(1);
+    let mut first = CopyIn::new(sql.clone());
+    first.push_row(&row(1));
+    feed.send(first.into_data()).await.expect("first chunk");
+    {
+        let copy = conn.copy_in_stream(&sql, rx);
+        // The first chunk is taken, then the COPY waits for more until it is dropped.
+        let timed_out = tokio::time::timeout(std::time::Duration::from_millis(300), copy).await;
+        assert!(timed_out.is_err(), "the COPY waits for its sender");
+    }
+    drop(feed);
+    let count = ctx.stmt("SELECT count(*) FROM {schema}.c");
+    let after = conn.query(&count).await;
+    if H::REUSES_CONNECTION_AFTER_DROPPED_COPY {
+        let after = after.expect("the connection works after the dropped COPY");
+        assert_eq!(after[0].values()[0], Value::Int8(0));
+    } else {
+        let err = after.expect_err("the connection is out of step");
+        assert!(err.is_connection_lost(), "{err}");
+        let mut lost = conn.begin().await.map(|_| ()).expect_err("still lost");
+        assert!(lost.is_connection_lost(), "{lost}");
+        lost = conn
+            .execute(&count)
+            .await
+            .map(|_| ())
+            .expect_err("still lost");
+        assert!(lost.is_connection_lost(), "{lost}");
+        ctx.driver.discard(conn);
+        let mut fresh = ctx.conn().await;
+        fresh.query(&count).await.expect("a fresh connection works");
+    }
+    assert_eq!(ctx.count("c").await, 0);
 }
