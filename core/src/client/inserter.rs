@@ -10,13 +10,15 @@ use crate::driver::{BlockingExecutor, Executor};
 use crate::error::{Error, Result};
 use crate::job::JobRow;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
-use crate::query::{job_copy_available, job_insert_many, job_notify_insert};
+use crate::query::{CopyShape, job_copy_available, job_insert_many, job_notify_insert};
 use crate::schema::Schema;
 
 /// Rows per multi-row INSERT in the bulk path's fallback.
 const BULK_INSERT_CHUNK: usize = 5_000;
 /// Rows encoded per chunk of the bulk path's COPY stream.
 const BULK_COPY_CHUNK: usize = 20_000;
+/// Rows in the first chunk of the bulk path's COPY stream; chunks double from there.
+const BULK_COPY_FIRST_CHUNK: usize = 1_250;
 
 /// Inserts jobs through any executor: a pooled connection, or the application's own transaction.
 ///
@@ -210,24 +212,15 @@ impl Inserter {
         } else {
             (Vec::new(), params.iter().collect())
         };
-        if !copyable.is_empty() {
-            // One COPY, fed chunk by chunk: the next chunk is encoded while the last is on the wire.
-            let sql = job_copy_available(&self.schema, std::iter::empty())
-                .sql()
-                .to_owned();
-            let (tx, rx) = tokio::sync::mpsc::channel(2);
-            let encode = async {
-                for chunk in copyable.chunks(BULK_COPY_CHUNK) {
-                    let copy = job_copy_available(&self.schema, chunk.iter().copied());
-                    if tx.send(copy.into_data()).await.is_err() {
-                        break; // The COPY failed; its error is the one to report.
-                    }
-                    tokio::task::yield_now().await;
-                }
-                drop(tx);
-            };
-            let (copied, ()) = tokio::join!(exec.copy_in_stream(&sql, rx), encode);
-            inserted += copied?;
+        // One COPY per shape present, so jobs without metadata or tags leave those columns to
+        // their defaults instead of having the server parse them.
+        let (plain, full): (Vec<&InsertParams>, Vec<&InsertParams>) = copyable
+            .into_iter()
+            .partition(|p| CopyShape::of(p) == CopyShape::Plain);
+        for (shape, rows) in [(CopyShape::Plain, plain), (CopyShape::Full, full)] {
+            if !rows.is_empty() {
+                inserted += self.copy_stream(exec, shape, &rows).await?;
+            }
         }
         for chunk in rest.chunks(BULK_INSERT_CHUNK) {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
@@ -236,6 +229,39 @@ impl Inserter {
         self.notify(exec, self.queues_to_notify(params.iter()))
             .await?;
         Ok(inserted)
+    }
+
+    /// One COPY of `rows`, all of `shape`, fed chunk by chunk: the next chunk is encoded while
+    /// the last is on the wire.
+    async fn copy_stream<E: Executor>(
+        &self,
+        exec: &mut E,
+        shape: CopyShape,
+        rows: &[&InsertParams],
+    ) -> Result<u64> {
+        let sql = job_copy_available(&self.schema, shape, std::iter::empty())
+            .sql()
+            .to_owned();
+        let (tx, rx) = tokio::sync::mpsc::channel(2);
+        let encode = async {
+            // The first chunk is small so the server starts soon; later ones grow to the full
+            // size, which keeps the per-chunk overhead low.
+            let mut rest = rows;
+            let mut size = BULK_COPY_FIRST_CHUNK;
+            while !rest.is_empty() {
+                let (chunk, after) = rest.split_at(size.min(rest.len()));
+                rest = after;
+                size = (size * 2).min(BULK_COPY_CHUNK);
+                let copy = job_copy_available(&self.schema, shape, chunk.iter().copied());
+                if tx.send(copy.into_data()).await.is_err() {
+                    break; // The COPY failed; its error is the one to report.
+                }
+                tokio::task::yield_now().await;
+            }
+            drop(tx);
+        };
+        let (copied, ()) = tokio::join!(exec.copy_in_stream(&sql, rx), encode);
+        copied
     }
 
     /// [`Inserter::insert`] on a blocking executor, e.g. inside diesel's `conn.transaction(..)`.

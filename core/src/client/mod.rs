@@ -645,12 +645,12 @@ impl<D: Driver> Client<D> {
         let n = self.inner.own_inserter.insert_bulk(&mut tx, params).await?;
         tx.commit().await?;
         drop(conn);
-        let due: BTreeSet<String> = params
+        let due: BTreeSet<&str> = params
             .iter()
             .filter(|p| p.is_due_now())
-            .map(|p| p.queue().to_owned())
+            .map(InsertParams::queue)
             .collect();
-        self.announce(due);
+        self.announce(due.into_iter().map(str::to_owned));
         Ok(n)
     }
 

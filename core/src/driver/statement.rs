@@ -1,6 +1,7 @@
 //! Statements (SQL plus bound parameters) and COPY payloads, built by core without any I/O.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::sync::Arc;
 
 use super::value::{IntoValue, Value};
@@ -149,7 +150,8 @@ impl CopyRowWriter<'_> {
     /// An integer field (`smallint`, `integer` or `bigint`).
     pub fn int(&mut self, n: i64) -> &mut Self {
         self.separate();
-        self.data.extend_from_slice(n.to_string().as_bytes());
+        // Writing into a Vec cannot fail.
+        let _ = write!(self.data, "{n}");
         self
     }
 

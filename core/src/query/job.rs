@@ -15,33 +15,61 @@ pub(crate) fn job_insert_many(schema: &Schema, params: &[InsertParams]) -> State
     schema.statement(Query::JobInsertMany).bind(rows)
 }
 
+/// Which columns a bulk COPY of jobs carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CopyShape {
+    /// Every column the insert sets.
+    Full,
+    /// Jobs with no metadata and no tags: those columns are left to their defaults.
+    Plain,
+}
+
+impl CopyShape {
+    /// The narrowest shape that carries everything `p` sets.
+    pub(crate) fn of(p: &InsertParams) -> Self {
+        let no_metadata = p
+            .metadata
+            .as_object()
+            .is_some_and(serde_json::Map::is_empty);
+        if no_metadata && p.tags.is_empty() {
+            CopyShape::Plain
+        } else {
+            CopyShape::Full
+        }
+    }
+}
+
 /// The COPY of jobs due now or pending; every param must be [`InsertParams::is_due_now`] or
-/// pending without a schedule.
+/// pending without a schedule, and fit `shape` ([`CopyShape::of`]).
 pub(crate) fn job_copy_available<'a>(
     schema: &Schema,
+    shape: CopyShape,
     params: impl Iterator<Item = &'a InsertParams>,
 ) -> CopyIn {
-    let mut copy = CopyIn::new(
-        schema
-            .statement(Query::JobCopyAvailable)
-            .shared_sql()
-            .clone(),
-    );
+    let query = match shape {
+        CopyShape::Full => Query::JobCopyAvailable,
+        CopyShape::Plain => Query::JobCopyAvailablePlain,
+    };
+    let mut copy = CopyIn::new(schema.statement(query).shared_sql().clone());
     for p in params {
         let state = if p.pending {
             JobState::Pending
         } else {
             JobState::Available
         };
-        copy.row()
-            .text(state.as_str())
+        let mut row = copy.row();
+        row.text(state.as_str())
             .text(&p.queue)
             .text(&p.kind)
-            .jsonb(&p.args)
-            .jsonb(&p.metadata)
-            .int(i64::from(p.priority))
-            .int(i64::from(p.max_attempts))
-            .text_array(&p.tags);
+            .jsonb(&p.args);
+        if shape == CopyShape::Full {
+            row.jsonb(&p.metadata);
+        }
+        row.int(i64::from(p.priority))
+            .int(i64::from(p.max_attempts));
+        if shape == CopyShape::Full {
+            row.text_array(&p.tags);
+        }
     }
     copy
 }

@@ -10,11 +10,11 @@ mod queue;
 
 pub(crate) use client::{client_delete, client_heartbeat, client_register};
 pub(crate) use job::{
-    ClientIdRow, IdRow, RescuedRow, SetStateParams, SetStateResult, job_cancel, job_copy_available,
-    job_delete, job_delete_finalized, job_get_available, job_get_by_id, job_get_cancel_requested,
-    job_get_running_clients, job_insert_many, job_list, job_list_page, job_reassert_running,
-    job_release_orphaned, job_release_pending, job_rescue, job_retry, job_set_completed_many,
-    job_set_state_if_running_many, queue_delete_expired,
+    ClientIdRow, CopyShape, IdRow, RescuedRow, SetStateParams, SetStateResult, job_cancel,
+    job_copy_available, job_delete, job_delete_finalized, job_get_available, job_get_by_id,
+    job_get_cancel_requested, job_get_running_clients, job_insert_many, job_list, job_list_page,
+    job_reassert_running, job_release_orphaned, job_release_pending, job_rescue, job_retry,
+    job_set_completed_many, job_set_state_if_running_many, queue_delete_expired,
 };
 pub use job::{JobListPage, JobListParams};
 pub use leader::LeaderRow;
@@ -78,6 +78,7 @@ queries! {
     QueueDeleteExpired => "queue/queue_delete_expired.sql",
     JobCancel => "job/job_cancel.sql",
     JobCopyAvailable => "job/job_copy_available.sql",
+    JobCopyAvailablePlain => "job/job_copy_available_plain.sql",
     JobDelete => "job/job_delete.sql",
     JobGetAvailable => "job/job_get_available.sql",
     JobGetCancelRequested => "job/job_get_cancel_requested.sql",

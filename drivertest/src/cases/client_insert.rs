@@ -2,6 +2,7 @@
 //! committed: runs once), many, bulk, scheduled, pending, validation.
 
 use chrono::{TimeDelta, Utc};
+use pgmill::driver::{Executor, Value};
 use pgmill::{Error, InsertOpts, InsertParams, Inserter, JobState};
 use serde_json::json;
 
@@ -113,6 +114,71 @@ pub async fn bulk_insert_of_ten_thousand_jobs_runs_each_once<H: Harness>() {
     let runs = worker.runs();
     assert_eq!(runs.len(), 9_990);
     assert!(runs.values().all(|&n| n == 1));
+}
+
+/// Bulk-inserted jobs keep every option, whether they carry metadata and tags or not (COPY
+/// drivers send the two kinds in differently shaped COPYs).
+pub async fn bulk_insert_keeps_each_jobs_options<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let opts = |n: i64| match n % 3 {
+        0 => InsertOpts::new(),
+        1 => InsertOpts::new()
+            .queue("other")
+            .priority(3)
+            .tags(["a", "b:c", &format!("n{n}")]),
+        _ => InsertOpts::new()
+            .metadata(json!({"m": n, "s": "x\ny"}))
+            .max_attempts(5)
+            .pending(),
+    };
+    let params: Vec<_> = (0..300)
+        .map(|n| InsertParams::from_args(&Task { n }, Some(opts(n))).unwrap())
+        .collect();
+    assert_eq!(client.insert_bulk(&params).await.unwrap(), 300);
+    let mut conn = ctx.conn().await;
+    let rows = conn
+        .query(&ctx.stmt(
+            "SELECT (args->>'n')::int8, state::text, queue, priority::int8, \
+             max_attempts::int8, tags, metadata FROM {schema}.pgmill_job ORDER BY 1",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 300);
+    for (n, row) in (0_i64..).zip(&rows) {
+        let (state, queue, priority, max_attempts, tags, metadata) = match n % 3 {
+            0 => ("available", "default", 1, 25, vec![], json!({})),
+            1 => (
+                "available",
+                "other",
+                3,
+                25,
+                vec!["a".to_owned(), "b:c".to_owned(), format!("n{n}")],
+                json!({}),
+            ),
+            _ => (
+                "pending",
+                "default",
+                1,
+                5,
+                vec![],
+                json!({"m": n, "s": "x\ny"}),
+            ),
+        };
+        assert_eq!(
+            row.values(),
+            &[
+                Value::Int8(n),
+                Value::Text(state.into()),
+                Value::Text(queue.into()),
+                Value::Int8(priority),
+                Value::Int8(max_attempts),
+                Value::TextArray(tags),
+                Value::Jsonb(metadata),
+            ],
+            "job {n}"
+        );
+    }
 }
 
 /// A job scheduled in the future waits; one scheduled in the past is available at once.
