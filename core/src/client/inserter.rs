@@ -10,7 +10,9 @@ use crate::driver::{BlockingExecutor, Executor};
 use crate::error::{Error, Result};
 use crate::job::JobRow;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
-use crate::query::{CopyShape, job_copy_available, job_insert_many, job_notify_insert};
+use crate::query::{
+    CopyShape, job_copy_available, job_insert_many, job_insert_one, job_notify_insert,
+};
 use crate::schema::Schema;
 
 /// Rows per multi-row INSERT in the bulk path's fallback.
@@ -160,7 +162,7 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<JobRow> {
         let p = self.one(&args, opts.into())?;
-        let job = first(exec.query_as(&job_insert_many(&self.schema, &p)).await?)?;
+        let job = first(exec.query_as(&job_insert_one(&self.schema, &p[0])).await?)?;
         self.notify(exec, self.queues_to_notify(p.iter())).await?;
         Ok(job)
     }
@@ -289,7 +291,7 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<JobRow> {
         let p = self.one(&args, opts.into())?;
-        let job = first(exec.query_as(&job_insert_many(&self.schema, &p))?)?;
+        let job = first(exec.query_as(&job_insert_one(&self.schema, &p[0]))?)?;
         self.notify_blocking(exec, self.queues_to_notify(p.iter()))?;
         Ok(job)
     }

@@ -15,6 +15,25 @@ pub(crate) fn job_insert_many(schema: &Schema, params: &[InsertParams]) -> State
     schema.statement(Query::JobInsertMany).bind(rows)
 }
 
+/// The insert of one job, with typed parameters.
+pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams) -> Statement {
+    schema
+        .statement(Query::JobInsertOne)
+        .bind(p.queue.as_str())
+        .bind(p.kind.as_str())
+        .bind(p.args.clone())
+        .bind(p.metadata.clone())
+        .bind(p.priority)
+        .bind(p.max_attempts)
+        .bind(p.tags.clone())
+        .bind(p.pending)
+        .bind(p.scheduled_at)
+        .bind(
+            p.schedule_in
+                .map(|d| d.num_microseconds().unwrap_or(i64::MAX)),
+        )
+}
+
 /// Which columns a bulk COPY of jobs carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CopyShape {

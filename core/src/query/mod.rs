@@ -12,9 +12,9 @@ pub(crate) use client::{client_delete, client_heartbeat, client_register};
 pub(crate) use job::{
     ClientIdRow, CopyShape, IdRow, RescuedRow, SetStateParams, SetStateResult, job_cancel,
     job_copy_available, job_delete, job_delete_finalized, job_get_available, job_get_by_id,
-    job_get_cancel_requested, job_get_running_clients, job_insert_many, job_list, job_list_page,
-    job_reassert_running, job_release_orphaned, job_release_pending, job_rescue, job_retry,
-    job_set_completed_many, job_set_state_if_running_many, queue_delete_expired,
+    job_get_cancel_requested, job_get_running_clients, job_insert_many, job_insert_one, job_list,
+    job_list_page, job_reassert_running, job_release_orphaned, job_release_pending, job_rescue,
+    job_retry, job_set_completed_many, job_set_state_if_running_many, queue_delete_expired,
 };
 pub use job::{JobListPage, JobListParams};
 pub use leader::LeaderRow;
@@ -84,6 +84,7 @@ queries! {
     JobGetCancelRequested => "job/job_get_cancel_requested.sql",
     JobGetById => "job/job_get_by_id.sql",
     JobInsertMany => "job/job_insert_many.sql",
+    JobInsertOne => "job/job_insert_one.sql",
     JobList => "job/job_list.sql",
     JobNotifyInsert => "job/job_notify_insert.sql",
     JobReleasePending => "job/job_release_pending.sql",

@@ -315,3 +315,46 @@ pub async fn enqueue_needs_only_an_executor<H: Harness>() {
     assert_eq!(job.max_attempts, 25);
     assert_eq!(job.metadata, json!({}));
 }
+
+/// A single insert keeps every option it is given, and returns the row as stored.
+pub async fn single_insert_keeps_every_option<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let job = client
+        .insert_with(
+            Task { n: 3 },
+            InsertOpts::new()
+                .queue("other")
+                .priority(4)
+                .max_attempts(7)
+                .tags(["x", "y:z"])
+                .metadata(json!({"trace": "t-1", "n": [1, 2]})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(job.state, JobState::Available);
+    assert_eq!(job.queue, "other");
+    assert_eq!(job.kind, "task");
+    assert_eq!(job.args, json!({"n": 3}));
+    assert_eq!(job.priority, 4);
+    assert_eq!(job.max_attempts, 7);
+    assert_eq!(job.attempt, 0);
+    assert_eq!(job.tags, ["x", "y:z"]);
+    assert_eq!(job.metadata, json!({"trace": "t-1", "n": [1, 2]}));
+    assert!(job.scheduled_at <= job.created_at + TimeDelta::milliseconds(1));
+    let stored = client.job_get(job.id).await.unwrap().expect("stored");
+    assert_eq!(stored.queue, job.queue);
+    assert_eq!(stored.priority, job.priority);
+    assert_eq!(stored.max_attempts, job.max_attempts);
+    assert_eq!(stored.tags, job.tags);
+    assert_eq!(stored.metadata, job.metadata);
+    let pending_later = client
+        .insert_with(
+            Task { n: 4 },
+            InsertOpts::new().pending().schedule_in(TimeDelta::hours(2)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(pending_later.state, JobState::Pending);
+    assert!(pending_later.scheduled_at > job.created_at + TimeDelta::minutes(119));
+}

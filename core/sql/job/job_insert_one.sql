@@ -1,0 +1,31 @@
+-- Inserts one job and returns it: job_insert_many.sql for a single job, with typed parameters
+-- instead of a JSON document to take apart. State is decided with the database clock: pending
+-- when asked, scheduled when due in the future, available otherwise.
+-- $1 queue, $2 kind, $3 args, $4 metadata, $5 priority, $6 max_attempts, $7 tags, $8 pending,
+-- $9 scheduled_at (or NULL), $10 microseconds from now (or NULL; neither set means now)
+INSERT INTO {schema}.pgmill_job AS j
+    (state, queue, kind, args, metadata, priority, max_attempts, scheduled_at, tags)
+SELECT
+    CASE
+        WHEN $8::boolean THEN 'pending'
+        WHEN s.at > now() THEN 'scheduled'
+        ELSE 'available'
+    END::{schema}.pgmill_job_state,
+    $1::text,
+    $2::text,
+    $3::jsonb,
+    $4::jsonb,
+    $5::smallint,
+    $6::smallint,
+    s.at,
+    $7::text[]
+FROM (
+    SELECT coalesce(
+        $9::timestamptz,
+        now() + coalesce($10::bigint, 0) * interval '1 microsecond'
+    ) AS at
+) AS s
+RETURNING j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,
+    j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
+    j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
+    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags
