@@ -1,8 +1,16 @@
 -- Inserts one job and returns it: job_insert_many.sql for a single job, with typed parameters
 -- instead of a JSON document to take apart. State is decided with the database clock: pending
 -- when asked, scheduled when due in the future, available otherwise.
--- $1 queue, $2 kind, $3 args, $4 metadata, $5 priority, $6 max_attempts, $7 tags, $8 pending,
--- $9 scheduled_at (or NULL), $10 microseconds from now (or NULL; neither set means now)
+-- $1: queue
+-- $2: kind
+-- $3: args
+-- $4: metadata
+-- $5: priority
+-- $6: max_attempts
+-- $7: tags
+-- $8: pending
+-- $9: scheduled_at, or NULL
+-- $10: microseconds from now, or NULL (neither $9 nor $10 set means now)
 INSERT INTO {schema}.pgmill_job AS j
     (state, queue, kind, args, metadata, priority, max_attempts, scheduled_at, tags)
 SELECT
