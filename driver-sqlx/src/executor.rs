@@ -61,7 +61,8 @@ pub struct SqlxTransaction<'t>(sqlx::Transaction<'t, Postgres>, CopyState);
 /// when it ends; every later call on a connection whose mark is still set fails with
 /// [`DbErrorKind::ConnectionLost`] instead of running, and the engine discards the connection (a
 /// pooled one is also closed by sqlx's own check when it returns to the pool). A transaction
-/// shares the mark of the executor it was begun on, as they share the connection.
+/// shares the mark of the executor it was begun on, as they share the connection. On the
+/// application's own connection the mark lives as long as the executor `pgmill()` returned.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct CopyState {
     in_flight: Arc<AtomicBool>,
