@@ -82,23 +82,11 @@ impl CopyState {
         Ok(())
     }
 
-    async fn copy_in(&self, conn: &mut PgConnection, copy: &CopyIn) -> Result<u64> {
+    /// Runs `copy` with the mark set while it is in flight.
+    async fn guard(&self, copy: impl Future<Output = Result<u64>>) -> Result<u64> {
         self.check()?;
         self.in_flight.store(true, Ordering::Release);
-        let copied = copy_in(conn, copy).await;
-        self.in_flight.store(false, Ordering::Release);
-        copied
-    }
-
-    async fn copy_in_stream(
-        &self,
-        conn: &mut PgConnection,
-        sql: &str,
-        data: pgmill::driver::CopyChunks,
-    ) -> Result<u64> {
-        self.check()?;
-        self.in_flight.store(true, Ordering::Release);
-        let copied = copy_in_stream(conn, sql, data).await;
+        let copied = copy.await;
         self.in_flight.store(false, Ordering::Release);
         copied
     }
@@ -240,11 +228,11 @@ impl Executor for SqlxConnection {
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
-        self.1.copy_in(&mut self.0, copy).await
+        self.1.guard(copy_in(&mut self.0, copy)).await
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
-        self.1.copy_in_stream(&mut self.0, sql, data).await
+        self.1.guard(copy_in_stream(&mut self.0, sql, data)).await
     }
 }
 
@@ -279,11 +267,11 @@ impl Executor for SqlxExecutor<'_> {
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
-        self.1.copy_in(self.0, copy).await
+        self.1.guard(copy_in(self.0, copy)).await
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
-        self.1.copy_in_stream(self.0, sql, data).await
+        self.1.guard(copy_in_stream(self.0, sql, data)).await
     }
 }
 
@@ -319,11 +307,11 @@ impl Executor for SqlxTransaction<'_> {
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
-        self.1.copy_in(&mut self.0, copy).await
+        self.1.guard(copy_in(&mut self.0, copy)).await
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: pgmill::driver::CopyChunks) -> Result<u64> {
-        self.1.copy_in_stream(&mut self.0, sql, data).await
+        self.1.guard(copy_in_stream(&mut self.0, sql, data)).await
     }
 }
 

@@ -91,11 +91,8 @@ impl Inserter {
         let Some(debouncer) = &self.notify else {
             return Vec::new();
         };
-        let due: BTreeSet<&str> = params
-            .filter(|p| p.is_due_now())
-            .map(InsertParams::queue)
-            .collect();
-        due.into_iter()
+        due_queues(params)
+            .into_iter()
             .filter(|q| debouncer.try_fire(q))
             .map(str::to_owned)
             .collect()
@@ -340,6 +337,14 @@ impl Inserter {
 }
 
 /// COPY cannot evaluate `now()` per row, so only jobs whose state needs no clock go by COPY.
+/// The queues, each once, of the jobs among `params` that are due as soon as they commit.
+pub(crate) fn due_queues<'a>(params: impl Iterator<Item = &'a InsertParams>) -> BTreeSet<&'a str> {
+    params
+        .filter(|p| p.is_due_now())
+        .map(InsertParams::queue)
+        .collect()
+}
+
 fn is_copyable(p: &InsertParams) -> bool {
     p.is_due_now() || (p.pending && p.scheduled_at.is_none() && p.schedule_in.is_none())
 }

@@ -8,6 +8,7 @@ pub use config::{
     DEFAULT_POLL_INTERVAL, DEFAULT_QUEUE_REFRESH_INTERVAL, MAX_WORKERS_PER_QUEUE, QueueConfig,
 };
 pub use inserter::Inserter;
+use inserter::due_queues;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -645,12 +646,7 @@ impl<D: Driver> Client<D> {
         let n = self.inner.own_inserter.insert_bulk(&mut tx, params).await?;
         tx.commit().await?;
         drop(conn);
-        let due: BTreeSet<&str> = params
-            .iter()
-            .filter(|p| p.is_due_now())
-            .map(InsertParams::queue)
-            .collect();
-        self.announce(due.into_iter().map(str::to_owned));
+        self.announce(due_queues(params.iter()).into_iter().map(str::to_owned));
         Ok(n)
     }
 
