@@ -28,11 +28,6 @@ impl CliError {
         }
     }
 
-    /// An error whose message is `context: cause`.
-    pub(crate) fn context(context: impl fmt::Display, cause: impl fmt::Display) -> Self {
-        CliError::new(format!("{context}: {cause}"))
-    }
-
     /// Wraps any error, following its chain of sources into one line (skipping causes whose text
     /// the message already holds).
     pub(crate) fn chain(e: &(dyn StdError + 'static)) -> Self {

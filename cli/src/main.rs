@@ -1,11 +1,9 @@
-//! The `pgmill` command-line tool: schema migrations, queue and job administration, and the
-//! benchmark.
+//! The `pgmill` command-line tool: schema migrations, queue and job administration.
 //!
 //! ```text
 //! pgmill migrate up|down|status|sql    versioned schema migrations
 //! pgmill queue list|pause|resume       queues and their job counts
 //! pgmill job get|list|cancel|retry|delete
-//! pgmill bench                         throughput and latency against hand-written SQL
 //! ```
 //!
 //! The database is `--database-url`, else `DATABASE_URL`, else the libpq `PG*` variables; the
@@ -13,7 +11,6 @@
 //! or JSON with `--json`. A failure prints one line, `pgmill: <why>`, on stderr and exits 1; no
 //! connection string is ever printed with its password.
 
-mod bench;
 mod cli_error;
 mod command_context;
 mod database_url;
@@ -26,10 +23,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::bench::BenchArgs;
 use crate::cli_error::CliError;
 use crate::command_context::CommandContext;
-use crate::database_url::DatabaseUrl;
 use crate::job::JobCommand;
 use crate::migrate::MigrateCommand;
 use crate::output::Output;
@@ -71,8 +66,6 @@ enum Command {
         #[command(subcommand)]
         command: JobCommand,
     },
-    /// Benchmarks pgmill's drivers against hand-written SQL on the same database.
-    Bench(BenchArgs),
 }
 
 /// Runs the parsed command line.
@@ -86,16 +79,6 @@ async fn run(cli: Cli) -> Result<Output, CliError> {
         Command::Migrate { command } => migrate::run(command, &ctx).await,
         Command::Queue { command } => queue::run(command, &ctx).await,
         Command::Job { command } => job::run(command, &ctx).await,
-        Command::Bench(args) => {
-            // The benchmark uses only an explicit URL; without one it starts a throwaway cluster.
-            let url = ctx
-                .database_url
-                .clone()
-                .or_else(|| std::env::var(database_url::DATABASE_URL).ok())
-                .filter(|u| !u.is_empty())
-                .map(DatabaseUrl::new);
-            bench::run(args, url, ctx.json).await
-        }
     }
 }
 
@@ -237,41 +220,6 @@ mod tests {
             assert!(matches!(cli.command, Command::Job { .. }), "{action}");
         }
         assert!(parse(&["queue", "resume"]).is_err());
-    }
-
-    #[test]
-    fn bench_options_parse_with_their_defaults() {
-        let cli = parse(&["bench"]).unwrap();
-        let Command::Bench(args) = cli.command else {
-            panic!("not bench");
-        };
-        assert_eq!(args.n, 100_000);
-        assert_eq!(args.driver, bench::DriverChoice::All);
-        let cli = parse(&[
-            "bench",
-            "--driver",
-            "tokio-postgres",
-            "-n",
-            "2000",
-            "--json",
-            "--workloads",
-            "w3_work,w4_latency",
-            "--preload-completed",
-            "1000",
-        ])
-        .unwrap();
-        assert!(cli.json);
-        let Command::Bench(args) = cli.command else {
-            panic!("not bench");
-        };
-        assert_eq!(args.driver, bench::DriverChoice::TokioPostgres);
-        assert_eq!(args.n, 2000);
-        assert_eq!(args.preload_completed, 1000);
-        assert_eq!(
-            args.workloads,
-            vec![bench::Workload::W3Work, bench::Workload::W4Latency]
-        );
-        assert!(parse(&["bench", "--driver", "mysql"]).is_err());
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The output layer: the only place that writes to stdout.
 //!
-//! Commands build an [`Output`] (text, a table, or JSON) and `main` prints it; the benchmark also
-//! streams its JSON lines through [`print_json_line`] as results arrive. Progress and errors go to
+//! Commands build an [`Output`] (text, a table, or JSON) and `main` prints it. Errors go to
 //! stderr elsewhere.
 
 use std::io::Write;
@@ -9,8 +8,6 @@ use std::io::Write;
 /// What a command prints on success.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Output {
-    /// Nothing (the command already streamed its output).
-    Nothing,
     /// Plain text, printed as is with a final newline.
     Text(String),
     /// A table for people.
@@ -104,7 +101,6 @@ impl Table {
 /// Prints a command's output to stdout.
 pub(crate) fn print(output: &Output) {
     match output {
-        Output::Nothing => {}
         Output::Text(text) if text.ends_with('\n') => write_stdout(text),
         Output::Text(text) => write_stdout(&format!("{text}\n")),
         Output::Table(table) => write_stdout(&table.render()),

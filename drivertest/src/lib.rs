@@ -1,4 +1,4 @@
-//! The conformance suite every pgmill driver passes, and the database tests run against.
+//! The conformance suite every pgmill driver passes.
 //!
 //! A driver crate joins the suite with a small [`Harness`] implementation and one line in its
 //! `tests/conformance.rs`:
@@ -10,17 +10,20 @@
 //! ```
 //!
 //! Every driver runs the same cases under the same names (`module::behaviour`), each against
-//! real Postgres in a fresh schema: [`testdb`] provides `DATABASE_URL` or a throwaway cluster.
+//! real Postgres in a fresh schema: [`testdb`] (the `pgmill-testdb` crate) provides
+//! `DATABASE_URL` or a throwaway cluster.
 
 pub mod cases;
 mod context;
 pub mod doomed;
+mod eventually;
 mod harness;
 pub mod scripted;
-pub mod testdb;
 
 pub use context::{TestContext, migrated};
+pub use eventually::eventually;
 pub use harness::Harness;
+pub use pgmill_testdb as testdb;
 
 #[doc(hidden)]
 pub mod __private {

@@ -1,6 +1,6 @@
 //! migrate, queue and job commands.
 
-use pgmill_drivertest::testdb::fresh_schema_name;
+use pgmill_testdb::fresh_schema_name;
 use serde_json::json;
 
 use crate::{drop_schema, json, ok, pgmill, sql};

@@ -3,12 +3,11 @@
 //! Each test works in a fresh schema and drops it at the end.
 
 mod admin;
-mod bench;
 mod errors;
 
 use std::process::{Command, Output};
 
-use pgmill_drivertest::testdb;
+use pgmill_testdb as testdb;
 
 /// Runs `pgmill` with `args` against the test database and `schema`.
 pub(crate) fn pgmill(schema: &str, args: &[&str]) -> Output {

@@ -17,7 +17,7 @@ const LONG_POLL: Duration = Duration::from_secs(120);
 
 /// Waits up to 30 s (far below [`LONG_POLL`]) for `n` completed jobs.
 async fn completes_without_polling<D: Driver>(ctx: &TestContext<D>, n: i64) {
-    let done = crate::testdb::eventually(Duration::from_secs(30), async || {
+    let done = crate::eventually(Duration::from_secs(30), async || {
         count_in(ctx, JobState::Completed).await == n
     })
     .await;

@@ -48,7 +48,7 @@ pub async fn crash_restart_while_jobs_run_loses_nothing<H: Harness>() {
     })
     .await;
     cluster.restart_immediate().expect("crash restart");
-    let done = crate::testdb::eventually(Duration::from_secs(60), async || {
+    let done = crate::eventually(Duration::from_secs(60), async || {
         count_in(&ctx, JobState::Completed).await == 400
     })
     .await;

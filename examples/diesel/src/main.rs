@@ -59,7 +59,7 @@ struct Exists {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cluster = std::env::var("DATABASE_URL")
         .is_err()
-        .then(pgmill_drivertest::testdb::Cluster::start)
+        .then(pgmill_testdb::Cluster::start)
         .transpose()?;
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| cluster.as_ref().unwrap().url());
     // The engine side migrates (async); the app's own diesel connection is blocking.

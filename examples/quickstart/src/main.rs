@@ -76,7 +76,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         Ok(url) => (url, None),
         Err(_) => {
             println!("No DATABASE_URL: starting a throwaway PostgreSQL cluster...");
-            let cluster = pgmill_drivertest::testdb::Cluster::start()?;
+            let cluster = pgmill_testdb::Cluster::start()?;
             (cluster.url(), Some(cluster))
         }
     };

@@ -22,7 +22,7 @@ impl JobArgs for ShipOrder {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cluster = std::env::var("DATABASE_URL")
         .is_err()
-        .then(pgmill_drivertest::testdb::Cluster::start)
+        .then(pgmill_testdb::Cluster::start)
         .transpose()?;
     let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| cluster.as_ref().unwrap().url());
     let pool = sqlx::PgPool::connect(&url).await?;

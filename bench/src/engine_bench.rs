@@ -10,15 +10,15 @@ use pgmill::{Client, DEFAULT_QUEUE, InsertParams, JobId, Schema};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::bench_job::{BenchJob, BenchWorker};
-use super::bench_result::Measurement;
-use super::execution_ledger::ExecutionLedger;
-use super::progress::Progress;
-use super::stopwatch::Stopwatch;
-use super::{
+use crate::bench_error::BenchError;
+use crate::bench_job::{BenchJob, BenchWorker};
+use crate::bench_result::Measurement;
+use crate::execution_ledger::ExecutionLedger;
+use crate::progress::Progress;
+use crate::stopwatch::Stopwatch;
+use crate::{
     BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Workload,
 };
-use crate::cli_error::CliError;
 
 /// pgmill on one driver.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ impl<D: Driver> Contender for EngineBench<D> {
         workload: Workload,
         schema: &Schema,
         opts: &BenchOptions,
-    ) -> Result<Run, CliError> {
+    ) -> Result<Run, BenchError> {
         match workload {
             Workload::W1InsertBulk => self.insert_bulk(schema, opts.n).await,
             Workload::W2InsertSingle => self.insert_single(schema, workload.jobs(opts)).await,
@@ -50,14 +50,14 @@ impl<D: Driver> Contender for EngineBench<D> {
 }
 
 /// The insert parameters of jobs `0..n`.
-fn bench_params(n: u64) -> Result<Vec<InsertParams>, CliError> {
+fn bench_params(n: u64) -> Result<Vec<InsertParams>, BenchError> {
     (0..n)
-        .map(|i| InsertParams::from_args(&BenchJob { i }, None).map_err(CliError::from))
+        .map(|i| InsertParams::from_args(&BenchJob { i }, None).map_err(BenchError::from))
         .collect()
 }
 
 impl<D: Driver> EngineBench<D> {
-    fn inserter(&self, schema: &Schema) -> Result<Client<D>, CliError> {
+    fn inserter(&self, schema: &Schema) -> Result<Client<D>, BenchError> {
         Ok(Client::builder(self.driver.clone())
             .schema(schema.clone())
             .build()?)
@@ -68,7 +68,7 @@ impl<D: Driver> EngineBench<D> {
         schema: &Schema,
         opts: &BenchOptions,
         worker: BenchWorker,
-    ) -> Result<Client<D>, CliError> {
+    ) -> Result<Client<D>, BenchError> {
         Ok(Client::builder(self.driver.clone())
             .schema(schema.clone())
             .queue(DEFAULT_QUEUE, opts.workers)
@@ -77,7 +77,7 @@ impl<D: Driver> EngineBench<D> {
     }
 
     /// w1: `Client::insert_bulk` of n jobs in one call.
-    async fn insert_bulk(&self, schema: &Schema, n: u64) -> Result<Run, CliError> {
+    async fn insert_bulk(&self, schema: &Schema, n: u64) -> Result<Run, BenchError> {
         let client = self.inserter(schema)?;
         let params = bench_params(n)?;
         let spinner = Progress::spinner(format!("{}: insert_bulk of {n} jobs", self.name));
@@ -86,7 +86,7 @@ impl<D: Driver> EngineBench<D> {
         let measurement = stopwatch.stop(n);
         spinner.finish();
         if inserted != n {
-            return Err(CliError::new(format!(
+            return Err(BenchError::new(format!(
                 "insert_bulk reported {inserted} rows for {n} jobs"
             )));
         }
@@ -94,7 +94,7 @@ impl<D: Driver> EngineBench<D> {
     }
 
     /// w2: `Client::insert` of n jobs, one per call, from concurrent tasks.
-    async fn insert_single(&self, schema: &Schema, n: u64) -> Result<Run, CliError> {
+    async fn insert_single(&self, schema: &Schema, n: u64) -> Result<Run, BenchError> {
         let client = self.inserter(schema)?;
         let next = Arc::new(AtomicU64::new(0));
         let progress = Progress::bar(n, format!("{}: single inserts", self.name));
@@ -106,7 +106,7 @@ impl<D: Driver> EngineBench<D> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n {
-                        return Ok::<(), CliError>(());
+                        return Ok::<(), BenchError>(());
                     }
                     client.insert(BenchJob { i }).await?;
                     progress.inc(1);
@@ -121,7 +121,7 @@ impl<D: Driver> EngineBench<D> {
 
     /// w3: n jobs queued by `insert_bulk`, then a client started; timed from start until the
     /// client has recorded n outcomes.
-    async fn work(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, CliError> {
+    async fn work(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, BenchError> {
         let n = opts.n;
         let ledger = Arc::new(ExecutionLedger::new(n));
         let worker = BenchWorker {
@@ -146,7 +146,7 @@ impl<D: Driver> EngineBench<D> {
                 last = (done, Instant::now());
             } else if last.1.elapsed() > STALL_TIMEOUT {
                 client.stop_and_cancel().await;
-                return Err(CliError::new(format!(
+                return Err(BenchError::new(format!(
                     "{} stalled: {done} of {n} outcomes recorded, {} executions, nothing for {} s",
                     self.name,
                     ledger.total(),
@@ -166,7 +166,7 @@ impl<D: Driver> EngineBench<D> {
 
     /// w4: an idle listening client; jobs inserted one by one by another client, a fixed interval
     /// apart, each committed on its own; latency from the insert's return to the worker's start.
-    async fn latency(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, CliError> {
+    async fn latency(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, BenchError> {
         let m = opts.latency_jobs;
         let ledger = Arc::new(ExecutionLedger::new(m));
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -198,7 +198,7 @@ impl<D: Driver> EngineBench<D> {
         client.stop().await;
         let starts = starts?;
         if !recorded {
-            return Err(CliError::new(format!(
+            return Err(BenchError::new(format!(
                 "{}: only {} of {m} outcomes recorded within {} s",
                 self.name,
                 client.stats().recorded_outcomes,
@@ -229,17 +229,17 @@ pub(crate) async fn collect_starts(
     rx: &mut mpsc::UnboundedReceiver<(JobId, Instant)>,
     m: u64,
     name: &str,
-) -> Result<HashMap<JobId, Instant>, CliError> {
+) -> Result<HashMap<JobId, Instant>, BenchError> {
     let mut starts = HashMap::new();
     while (starts.len() as u64) < m {
         match tokio::time::timeout(STALL_TIMEOUT, rx.recv()).await {
             Ok(Some((id, at))) => {
                 if starts.insert(id, at).is_some() {
-                    return Err(CliError::new(format!("{name}: job {id} started twice")));
+                    return Err(BenchError::new(format!("{name}: job {id} started twice")));
                 }
             }
             _ => {
-                return Err(CliError::new(format!(
+                return Err(BenchError::new(format!(
                     "{name}: only {} of {m} jobs started within {} s of the last",
                     starts.len(),
                     STALL_TIMEOUT.as_secs()
@@ -255,23 +255,23 @@ pub(crate) async fn collect_starts(
 pub(crate) fn latencies(
     committed: &HashMap<JobId, Instant>,
     starts: &HashMap<JobId, Instant>,
-) -> Result<Vec<Duration>, CliError> {
+) -> Result<Vec<Duration>, BenchError> {
     let mut samples = Vec::with_capacity(committed.len());
     for (id, at) in committed {
         let started = starts
             .get(id)
-            .ok_or_else(|| CliError::new(format!("job {id} was inserted but never started")))?;
+            .ok_or_else(|| BenchError::new(format!("job {id} was inserted but never started")))?;
         samples.push(started.saturating_duration_since(*at));
     }
     Ok(samples)
 }
 
 /// Waits for every task, returning the first error.
-pub(crate) async fn join_all(mut tasks: JoinSet<Result<(), CliError>>) -> Result<(), CliError> {
+pub(crate) async fn join_all(mut tasks: JoinSet<Result<(), BenchError>>) -> Result<(), BenchError> {
     let mut first = None;
     while let Some(joined) = tasks.join_next().await {
         let result =
-            joined.unwrap_or_else(|e| Err(CliError::context("a benchmark task failed", e)));
+            joined.unwrap_or_else(|e| Err(BenchError::context("a benchmark task failed", e)));
         if let Err(e) = result {
             first.get_or_insert(e);
             tasks.abort_all();

@@ -3,13 +3,12 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use pgmill_drivertest::testdb;
+use pgmill_testdb as testdb;
 
 #[test]
 fn bench_prints_one_json_line_per_result_after_checking_every_job() {
-    let out = Command::new(env!("CARGO_BIN_EXE_pgmill"))
+    let out = Command::new(env!("CARGO_BIN_EXE_pgmill-bench"))
         .args([
-            "bench",
             "--database-url",
             &testdb::url(),
             "-n",
@@ -55,7 +54,24 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
         .unwrap();
     assert_eq!(w2["n"], 20);
     // Every benchmark schema was dropped.
-    let leftover =
-        crate::sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pgmill_bench_%'");
+    let leftover = sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pgmill_bench_%'");
     assert!(leftover.is_empty(), "{} schemas left", leftover.len());
+}
+
+/// Runs SQL on the test database.
+fn sql(statement: &str) -> Vec<tokio_postgres::Row> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(&testdb::url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        let driver = tokio::spawn(conn);
+        let rows = client.query(statement, &[]).await.unwrap();
+        drop(client);
+        let _ = driver.await;
+        rows
+    })
 }

@@ -1,4 +1,6 @@
-//! `pgmill bench`: pgmill's drivers against hand-written SQL on the same database.
+//! `pgmill-bench`: pgmill's drivers against hand-written SQL on the same database.
+//!
+//! Run with: `cargo run --release -p pgmill-bench -- --help`
 //!
 //! Four workloads ([`Workload`]) run in the same invocation for the floor (minimal SQL on
 //! tokio-postgres, see `floor_bench`) and for each chosen driver, each run in a fresh,
@@ -6,10 +8,12 @@
 //! (and, for the working workloads, against the workers' own execution counts): every job
 //! inserted once, or completed exactly once. A failed check fails the command.
 //!
-//! Results print as one JSON line each with `--json`, as a table otherwise; each figure is
-//! reported with its ratio to the floor's (higher is better).
+//! Results print as one JSON line each with `--json`, as a Markdown table otherwise; each figure
+//! is reported with its ratio to the floor's (higher is better). The database is
+//! `--database-url`, else `DATABASE_URL`, else a throwaway cluster with initdb's default settings.
 
 mod bench_database;
+mod bench_error;
 mod bench_job;
 mod bench_result;
 mod contender;
@@ -17,14 +21,17 @@ mod driver_choice;
 mod engine_bench;
 mod execution_ledger;
 mod floor_bench;
+mod markdown_table;
 mod percentiles;
 mod progress;
 mod stopwatch;
 mod workload;
 
+use std::io::Write;
+use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Args;
+use clap::Parser;
 
 pub(crate) use self::contender::{Contender, Run};
 pub(crate) use self::driver_choice::DriverChoice;
@@ -37,13 +44,19 @@ use self::bench_result::{BenchResult, FLOOR, Figure, Measurement, results_table}
 use self::contender::measure;
 use self::driver_choice::measure_driver;
 use self::floor_bench::FloorBench;
-use crate::cli_error::CliError;
-use crate::database_url::DatabaseUrl;
-use crate::output::{self, Output};
+use crate::bench_error::BenchError;
 
-/// `pgmill bench` options.
-#[derive(Debug, Args)]
+/// Benchmarks pgmill's drivers against hand-written SQL on the same database.
+#[derive(Debug, Parser)]
+#[command(name = "pgmill-bench", version, about)]
 pub(crate) struct BenchArgs {
+    /// Postgres URL; default DATABASE_URL, else a throwaway cluster started from the installed
+    /// PostgreSQL binaries with initdb's default settings.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, value_name = "URL")]
+    pub(crate) database_url: Option<String>,
+    /// Print one JSON line per result instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
     /// Drivers to run (the floor runs too, unless --no-floor).
     #[arg(long, value_enum, default_value_t = DriverChoice::All)]
     pub(crate) driver: DriverChoice,
@@ -79,16 +92,14 @@ pub(crate) struct BenchArgs {
     pub(crate) no_floor: bool,
 }
 
-/// Runs `pgmill bench`.
+/// Runs the benchmark.
 ///
 /// # Errors
 ///
 /// No database, a failed run, or a failed exactly-once check.
-pub(crate) async fn run(
-    args: BenchArgs,
-    url: Option<DatabaseUrl>,
-    json: bool,
-) -> Result<Output, CliError> {
+async fn run(args: BenchArgs) -> Result<(), BenchError> {
+    let json = args.json;
+    let url = args.database_url.clone().filter(|u| !u.is_empty());
     let opts = BenchOptions {
         n: args.n,
         workers: usize::try_from(args.workers).unwrap_or(usize::MAX),
@@ -121,19 +132,56 @@ pub(crate) async fn run(
         }
         for (runs, driver) in driver_runs.into_iter().zip(&drivers) {
             let figure = Figure::from_runs(runs)
-                .ok_or_else(|| CliError::new(format!("{} {workload}: no runs", driver.name())))?;
+                .ok_or_else(|| BenchError::new(format!("{} {workload}: no runs", driver.name())))?;
             let row = result(driver.name(), workload, &opts, figure, floor.as_ref());
             emit(&row, json);
             results.push(row);
         }
     }
-    if json {
-        return Ok(Output::Nothing);
+    if !json {
+        write_stdout(&format!(
+            "{}\ndatabase: {about}\n",
+            results_table(&results).render()
+        ));
     }
-    Ok(Output::Table(results_table(
-        &results,
-        &format!("database: {about}"),
-    )))
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = BenchArgs::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pgmill-bench: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(args));
+    // Background tasks (pool connections) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pgmill-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes to stdout and flushes; a closed pipe is not worth a panic.
+fn write_stdout(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
 }
 
 fn result(
@@ -159,7 +207,7 @@ fn result(
 
 fn emit(row: &BenchResult, json: bool) {
     if json {
-        output::print_json_line(&row.to_json());
+        write_stdout(&format!("{}\n", row.to_json()));
     } else {
         progress::note(&format!(
             "{} {}: {}",
@@ -179,5 +227,39 @@ fn emit(row: &BenchResult, json: bool) {
                 ),
             }
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        BenchArgs::try_parse_from(std::iter::once("pgmill-bench").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn bench_options_parse_with_their_defaults() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.n, 100_000);
+        assert_eq!(args.driver, DriverChoice::All);
+        let args = parse(&[
+            "--driver",
+            "tokio-postgres",
+            "-n",
+            "2000",
+            "--json",
+            "--workloads",
+            "w3_work,w4_latency",
+            "--preload-completed",
+            "1000",
+        ])
+        .unwrap();
+        assert!(args.json);
+        assert_eq!(args.driver, DriverChoice::TokioPostgres);
+        assert_eq!(args.n, 2000);
+        assert_eq!(args.preload_completed, 1000);
+        assert_eq!(args.workloads, vec![Workload::W3Work, Workload::W4Latency]);
+        assert!(parse(&["--driver", "mysql"]).is_err());
     }
 }

@@ -1,90 +1,13 @@
-//! The database tests run against: `DATABASE_URL` when set, otherwise a throwaway cluster.
-//!
-//! With no `DATABASE_URL`, the first test of a process starts one PostgreSQL cluster from the
-//! installed binaries (found with `pg_config --bindir`, else under `/usr/lib/postgresql/*/bin`),
-//! on a free port with a private socket directory and `fsync=off`. `initdb` refuses to run as
-//! root, so when the process is root every PostgreSQL binary runs as the `postgres` user through
-//! `runuser`. A watchdog process started beside the cluster stops and deletes it as soon as the
-//! test process ends, whether the tests passed, failed or the process was killed.
-//!
-//! Each test gets a fresh schema ([`fresh_schema_name`]); with `DATABASE_URL` the watchdog drops
-//! the process's schemas at the end, so nothing is left behind. Tests that restart or kill
-//! Postgres start a private [`Cluster`] of their own.
+//! A private PostgreSQL cluster started from the installed binaries.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The environment variable naming an existing database to test against.
-pub const DATABASE_URL: &str = "DATABASE_URL";
-
-/// The prefix of every schema tests create; followed by the process id.
-pub const TEST_SCHEMA_PREFIX: &str = "pgmill_t";
-
-/// Why no test database could be had.
-#[derive(Debug, Clone)]
-pub struct TestDbError(String);
-
-impl std::fmt::Display for TestDbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for TestDbError {}
-
-fn err(msg: impl Into<String>) -> TestDbError {
-    TestDbError(msg.into())
-}
-
-enum Source {
-    External(String),
-    Cluster(Cluster),
-}
-
-static SHARED: OnceLock<Result<Source, TestDbError>> = OnceLock::new();
-
-/// The URL of this process's test database, starting the throwaway cluster on first use.
-///
-/// # Errors
-///
-/// A message naming both options (`DATABASE_URL`, or installing PostgreSQL) when neither works.
-pub fn try_url() -> Result<String, TestDbError> {
-    let source = SHARED.get_or_init(|| match std::env::var(DATABASE_URL) {
-        Ok(url) if !url.is_empty() => {
-            spawn_schema_dropper(&url);
-            Ok(Source::External(url))
-        }
-        _ => Cluster::start().map(Source::Cluster),
-    });
-    match source {
-        Ok(Source::External(url)) => Ok(url.clone()),
-        Ok(Source::Cluster(c)) => Ok(c.url()),
-        Err(e) => Err(e.clone()),
-    }
-}
-
-/// The URL of this process's test database.
-///
-/// # Panics
-///
-/// When no database can be had; the message says how to provide one.
-pub fn url() -> String {
-    try_url().unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// A schema name no other test (in this or another process) uses: `pgmill_t<pid>_<n>`.
-pub fn fresh_schema_name() -> String {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    format!(
-        "{TEST_SCHEMA_PREFIX}{}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
+use crate::after_exit::{sh_quote, spawn_after_exit};
+use crate::error::Error;
 
 /// A private PostgreSQL cluster, stopped and deleted on drop (or by its watchdog if the process
 /// dies first).
@@ -104,7 +27,7 @@ impl Cluster {
     /// # Errors
     ///
     /// When no binaries are installed or the cluster does not start; the message says why.
-    pub fn start() -> Result<Cluster, TestDbError> {
+    pub fn start() -> Result<Cluster, Error> {
         Self::start_with(true)
     }
 
@@ -114,19 +37,20 @@ impl Cluster {
     /// # Errors
     ///
     /// As [`Cluster::start`].
-    pub fn start_with_defaults() -> Result<Cluster, TestDbError> {
+    pub fn start_with_defaults() -> Result<Cluster, Error> {
         Self::start_with(false)
     }
 
-    fn start_with(tuned_for_tests: bool) -> Result<Cluster, TestDbError> {
+    fn start_with(tuned_for_tests: bool) -> Result<Cluster, Error> {
         let bin = find_bin_dir()?;
         let as_postgres = running_as_root();
         let base = std::env::temp_dir().join(format!(
             "pgmill-test-{}-{}",
             std::process::id(),
-            rand::random::<u32>()
+            unique_suffix()
         ));
-        std::fs::create_dir_all(&base).map_err(|e| err(format!("creating {base:?}: {e}")))?;
+        std::fs::create_dir_all(&base)
+            .map_err(|e| Error::setup(format!("creating {}", base.display()), e))?;
         let mut cluster = Cluster {
             bin,
             dir: base,
@@ -147,7 +71,7 @@ impl Cluster {
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.unwrap_or_else(|| err("cluster did not start")))
+        Err(last.unwrap_or_else(|| Error::command("pg_ctl start", "the cluster did not start")))
     }
 
     /// A URL connecting to the cluster's `postgres` database as superuser over TCP.
@@ -169,7 +93,7 @@ impl Cluster {
     /// # Errors
     ///
     /// When `pg_ctl` fails.
-    pub fn restart_immediate(&self) -> Result<(), TestDbError> {
+    pub fn restart_immediate(&self) -> Result<(), Error> {
         self.pg_ctl(&["-m", "immediate", "stop"])?;
         self.pg_ctl_start()
     }
@@ -179,7 +103,7 @@ impl Cluster {
     /// # Errors
     ///
     /// When `pg_ctl` fails.
-    pub fn stop(&self) -> Result<(), TestDbError> {
+    pub fn stop(&self) -> Result<(), Error> {
         self.pg_ctl(&["-m", "immediate", "stop"])
     }
 
@@ -188,7 +112,7 @@ impl Cluster {
     /// # Errors
     ///
     /// When `pg_ctl` fails.
-    pub fn resume(&self) -> Result<(), TestDbError> {
+    pub fn resume(&self) -> Result<(), Error> {
         self.pg_ctl_start()
     }
 
@@ -207,7 +131,7 @@ impl Cluster {
         }
     }
 
-    fn init(&self) -> Result<(), TestDbError> {
+    fn init(&self) -> Result<(), Error> {
         let out = self
             .command("initdb")
             .arg("-D")
@@ -224,17 +148,17 @@ impl Cluster {
             ])
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| err(format!("running initdb: {e}")))?;
+            .map_err(|e| Error::command("initdb", e.to_string()))?;
         if !out.status.success() {
-            return Err(err(format!(
-                "initdb failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )));
+            return Err(Error::command(
+                "initdb",
+                String::from_utf8_lossy(&out.stderr).trim(),
+            ));
         }
         Ok(())
     }
 
-    fn pg_ctl_start(&self) -> Result<(), TestDbError> {
+    fn pg_ctl_start(&self) -> Result<(), Error> {
         let tuning = if self.tuned_for_tests {
             " -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
              -c max_connections=300 -c shared_buffers=64MB"
@@ -260,11 +184,11 @@ impl Cluster {
         .map_err(|e| {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
             let tail: Vec<&str> = tail.lines().rev().take(5).collect();
-            err(format!("{e}; log: {}", tail.join(" | ")))
+            Error::command("pg_ctl start", format!("{e}; log: {}", tail.join(" | ")))
         })
     }
 
-    fn pg_ctl(&self, args: &[&str]) -> Result<(), TestDbError> {
+    fn pg_ctl(&self, args: &[&str]) -> Result<(), Error> {
         let out = self
             .command("pg_ctl")
             .arg("-D")
@@ -272,13 +196,12 @@ impl Cluster {
             .args(args)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| err(format!("running pg_ctl: {e}")))?;
+            .map_err(|e| Error::command("pg_ctl", e.to_string()))?;
         if !out.status.success() {
-            return Err(err(format!(
-                "pg_ctl {} failed: {}",
-                args.last().unwrap_or(&""),
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
+            return Err(Error::command(
+                format!("pg_ctl {}", args.last().unwrap_or(&"")),
+                String::from_utf8_lossy(&out.stderr).trim(),
+            ));
         }
         Ok(())
     }
@@ -291,7 +214,7 @@ impl Drop for Cluster {
     }
 }
 
-fn find_bin_dir() -> Result<PathBuf, TestDbError> {
+fn find_bin_dir() -> Result<PathBuf, Error> {
     let has_initdb = |p: &Path| p.join("initdb").is_file() && p.join("pg_ctl").is_file();
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output() {
         let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
@@ -310,13 +233,7 @@ fn find_bin_dir() -> Result<PathBuf, TestDbError> {
         .filter(|(_, p)| has_initdb(p))
         .collect();
     candidates.sort();
-    candidates.pop().map(|(_, p)| p).ok_or_else(|| {
-        err(
-            "no PostgreSQL for the tests: either set DATABASE_URL to a database where the tests may \
-             create schemas, or install the PostgreSQL server binaries (initdb and pg_ctl, looked \
-             for with `pg_config --bindir` and under /usr/lib/postgresql/*/bin)",
-        )
-    })
+    candidates.pop().map(|(_, p)| p).ok_or(Error::NotInstalled)
 }
 
 fn running_as_root() -> bool {
@@ -330,46 +247,26 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
-fn chown_postgres(dir: &Path) -> Result<(), TestDbError> {
+fn chown_postgres(dir: &Path) -> Result<(), Error> {
     let status = Command::new("chown")
         .arg("postgres:postgres")
         .arg(dir)
         .status()
-        .map_err(|e| err(format!("running chown: {e}")))?;
+        .map_err(|e| Error::command("chown", e.to_string()))?;
     if !status.success() {
-        return Err(err(format!("chown postgres {dir:?} failed")));
+        return Err(Error::command(
+            "chown",
+            format!("cannot give {} to postgres", dir.display()),
+        ));
     }
     Ok(())
 }
 
-fn free_port() -> Result<u16, TestDbError> {
-    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| err(format!("finding a port: {e}")))?;
+fn free_port() -> Result<u16, Error> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::setup("finding a port", e))?;
     l.local_addr()
         .map(|a| a.port())
-        .map_err(|e| err(format!("finding a port: {e}")))
-}
-
-/// Quotes a string for `sh`.
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// Starts `script` in its own process group so it outlives a killed test process; it runs
-/// after this process exits.
-fn spawn_after_exit(script: &str) {
-    use std::os::unix::process::CommandExt;
-    let full = format!(
-        "while kill -0 {} 2>/dev/null; do sleep 0.2; done; {script}",
-        std::process::id()
-    );
-    let _ = Command::new("sh")
-        .args(["-c", &full])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
-    // The child is not waited for on purpose: it must outlive this process.
+        .map_err(|e| Error::setup("finding a port", e))
 }
 
 fn spawn_watchdog(c: &Cluster) {
@@ -391,31 +288,12 @@ fn spawn_watchdog(c: &Cluster) {
     ));
 }
 
-/// With an external database, drops this process's test schemas after it exits.
-fn spawn_schema_dropper(url: &str) {
-    let sql = format!(
-        "DO $$ DECLARE s text; BEGIN FOR s IN SELECT nspname FROM pg_namespace \
-         WHERE nspname LIKE '{TEST_SCHEMA_PREFIX}{}\\_%' LOOP \
-         EXECUTE format('DROP SCHEMA %I CASCADE', s); END LOOP; END $$;",
-        std::process::id()
-    );
-    spawn_after_exit(&format!(
-        "psql {} -q -v ON_ERROR_STOP=1 -c {} >/dev/null 2>&1",
-        sh_quote(url),
-        sh_quote(&sql)
-    ));
-}
-
-/// Waits up to `timeout` for `check` to become true, polling every 10 ms.
-pub async fn eventually(timeout: Duration, mut check: impl AsyncFnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if check().await {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+/// A suffix no other cluster of this process (or, by the clock, of another) uses.
+fn unique_suffix() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{nanos:08x}{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }

@@ -23,17 +23,17 @@ use tokio::task::JoinSet;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Statement};
 
-use super::bench_database::{BenchDatabase, copy_rows};
-use super::bench_job::BenchJob;
-use super::bench_result::{FLOOR, Measurement};
-use super::engine_bench::{collect_starts, join_all, latencies};
-use super::execution_ledger::ExecutionLedger;
-use super::progress::Progress;
-use super::stopwatch::Stopwatch;
-use super::{
+use crate::bench_database::{BenchDatabase, copy_rows};
+use crate::bench_error::BenchError;
+use crate::bench_job::BenchJob;
+use crate::bench_result::{FLOOR, Measurement};
+use crate::engine_bench::{collect_starts, join_all, latencies};
+use crate::execution_ledger::ExecutionLedger;
+use crate::progress::Progress;
+use crate::stopwatch::Stopwatch;
+use crate::{
     BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Workload,
 };
-use crate::cli_error::CliError;
 
 /// Hand-written SQL on the benchmark's database.
 #[derive(Debug)]
@@ -52,7 +52,7 @@ impl Contender for FloorBench<'_> {
         workload: Workload,
         schema: &Schema,
         opts: &BenchOptions,
-    ) -> Result<Run, CliError> {
+    ) -> Result<Run, BenchError> {
         match workload {
             Workload::W1InsertBulk => self.insert_bulk(schema, opts.n).await,
             Workload::W2InsertSingle => self.insert_single(schema, workload.jobs(opts)).await,
@@ -89,12 +89,12 @@ fn complete_sql(schema: &Schema) -> String {
 }
 
 /// The `i` of a claimed row's args.
-fn job_number(row: &tokio_postgres::Row) -> Result<(i64, u64), CliError> {
+fn job_number(row: &tokio_postgres::Row) -> Result<(i64, u64), BenchError> {
     let id: i64 = row.try_get(0)?;
     let args: serde_json::Value = row.try_get(1)?;
     let i = args["i"]
         .as_u64()
-        .ok_or_else(|| CliError::new(format!("job {id} has no number in its args: {args}")))?;
+        .ok_or_else(|| BenchError::new(format!("job {id} has no number in its args: {args}")))?;
     Ok((id, i))
 }
 
@@ -102,7 +102,7 @@ async fn claim(
     client: &Client,
     stmt: &Statement,
     limit: usize,
-) -> Result<Vec<(i64, u64)>, CliError> {
+) -> Result<Vec<(i64, u64)>, BenchError> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     client
         .query(stmt, &[&limit])
@@ -114,7 +114,7 @@ async fn claim(
 
 impl FloorBench<'_> {
     /// w1: one COPY.
-    async fn insert_bulk(&self, schema: &Schema, n: u64) -> Result<Run, CliError> {
+    async fn insert_bulk(&self, schema: &Schema, n: u64) -> Result<Run, BenchError> {
         let client = self.db.connect().await?;
         let sql = format!(
             "COPY {}.pgmill_job (kind, args) FROM STDIN",
@@ -129,7 +129,7 @@ impl FloorBench<'_> {
         let measurement = stopwatch.stop(n);
         progress.finish();
         if copied != n {
-            return Err(CliError::new(format!(
+            return Err(BenchError::new(format!(
                 "COPY reported {copied} rows for {n}"
             )));
         }
@@ -137,7 +137,7 @@ impl FloorBench<'_> {
     }
 
     /// w2: prepared single-row INSERTs from concurrent tasks, one connection each.
-    async fn insert_single(&self, schema: &Schema, n: u64) -> Result<Run, CliError> {
+    async fn insert_single(&self, schema: &Schema, n: u64) -> Result<Run, BenchError> {
         let sql = format!(
             "INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2)",
             schema.quoted()
@@ -160,7 +160,7 @@ impl FloorBench<'_> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n {
-                        return Ok::<(), CliError>(());
+                        return Ok::<(), BenchError>(());
                     }
                     let args = serde_json::json!({ "i": i });
                     client.execute(&stmt, &[&BenchJob::KIND, &args]).await?;
@@ -175,7 +175,7 @@ impl FloorBench<'_> {
     }
 
     /// w3: one fetcher filling slots, a task per job, one batching completer.
-    async fn work(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, CliError> {
+    async fn work(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, BenchError> {
         let n = opts.n;
         let ledger = Arc::new(ExecutionLedger::new(n));
         let queue = format!(
@@ -212,7 +212,7 @@ impl FloorBench<'_> {
                 while completed < n {
                     let first = tokio::time::timeout(STALL_TIMEOUT, done_rx.recv()).await;
                     let Ok(Some(first)) = first else {
-                        return Err(CliError::new(format!(
+                        return Err(BenchError::new(format!(
                             "floor stalled: {completed} of {n} jobs completed"
                         )));
                     };
@@ -234,7 +234,7 @@ impl FloorBench<'_> {
             let first = Arc::clone(&slots)
                 .acquire_owned()
                 .await
-                .map_err(|e| CliError::context("slots", e))?;
+                .map_err(|e| BenchError::context("slots", e))?;
             first.forget();
             let extra = slots.available_permits().min(DEFAULT_FETCH_LIMIT - 1);
             if extra > 0
@@ -263,11 +263,11 @@ impl FloorBench<'_> {
         drop(done_tx);
         let completed = completing
             .await
-            .map_err(|e| CliError::context("floor completer", e))??;
+            .map_err(|e| BenchError::context("floor completer", e))??;
         let measurement = stopwatch.stop(n);
         progress.finish();
         if completed != n {
-            return Err(CliError::new(format!(
+            return Err(BenchError::new(format!(
                 "floor completed {completed} rows for {n} jobs"
             )));
         }
@@ -278,7 +278,7 @@ impl FloorBench<'_> {
     }
 
     /// w4: INSERT + pg_notify per job; LISTEN wakes a fetcher that claims and completes.
-    async fn latency(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, CliError> {
+    async fn latency(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, BenchError> {
         let m = opts.latency_jobs;
         let ledger = Arc::new(ExecutionLedger::new(m));
         let channel = format!("{}.floor_insert", schema.name());
@@ -303,7 +303,7 @@ impl FloorBench<'_> {
                         tokio::time::timeout(pgmill::DEFAULT_POLL_INTERVAL, notifications.recv())
                             .await;
                     if matches!(woke, Ok(None)) {
-                        return Ok::<(), CliError>(());
+                        return Ok::<(), BenchError>(());
                     }
                     loop {
                         let jobs = claim(&fetcher, &claim_stmt, DEFAULT_FETCH_LIMIT).await?;
@@ -360,8 +360,8 @@ impl FloorBench<'_> {
         let starts = starts?;
         match fetched {
             Ok(Ok(result)) => result?,
-            Ok(Err(e)) => return Err(CliError::context("floor fetcher", e)),
-            Err(_) => return Err(CliError::new("floor fetcher did not stop")),
+            Ok(Err(e)) => return Err(BenchError::context("floor fetcher", e)),
+            Err(_) => return Err(BenchError::new("floor fetcher did not stop")),
         }
         Ok(Run {
             measurement: Measurement::Latency(latencies(&committed, &starts)?),

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use pgmill::Schema;
 
-use super::bench_database::BenchDatabase;
-use super::bench_result::Measurement;
-use super::execution_ledger::ExecutionLedger;
-use super::workload::{BenchOptions, Workload};
-use crate::cli_error::CliError;
+use crate::bench_database::BenchDatabase;
+use crate::bench_error::BenchError;
+use crate::bench_result::Measurement;
+use crate::execution_ledger::ExecutionLedger;
+use crate::workload::{BenchOptions, Workload};
 
 /// What one contender's run of one workload produced.
 #[derive(Debug)]
@@ -41,7 +41,7 @@ pub(crate) trait Contender {
         workload: Workload,
         schema: &Schema,
         opts: &BenchOptions,
-    ) -> Result<Run, CliError>;
+    ) -> Result<Run, BenchError>;
 }
 
 /// Runs one workload for one contender in a fresh schema: preload (w3), a checkpoint, the run,
@@ -51,7 +51,7 @@ pub(crate) async fn measure(
     contender: &impl Contender,
     workload: Workload,
     opts: &BenchOptions,
-) -> Result<Measurement, CliError> {
+) -> Result<Measurement, BenchError> {
     let schema = db.fresh_schema().await?;
     let measured = async {
         if workload == Workload::W3Work && opts.preload_completed > 0 {
@@ -72,17 +72,17 @@ pub(crate) async fn measure(
                     .map_or(Err("no execution counts".to_owned()), |l| l.check());
                 match ledger {
                     Ok(()) => db.verify_completed(&schema, expected).await,
-                    Err(e) => Err(CliError::new(e)),
+                    Err(e) => Err(BenchError::new(e)),
                 }
             }
         };
         checked.map_err(|e| {
-            CliError::new(format!(
+            BenchError::new(format!(
                 "exactly-once check failed for {} {workload}: {e}",
                 contender.name()
             ))
         })?;
-        Ok::<Measurement, CliError>(run.measurement)
+        Ok::<Measurement, BenchError>(run.measurement)
     }
     .await;
     let dropped = db.drop_schema(&schema).await;

@@ -2,21 +2,26 @@
 //! connections for the floor; COPY; and the exactly-once checks in SQL.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
 use pgmill::driver::Driver;
 use pgmill::{JobArgs, Migrator, Schema};
 use pgmill_driver_tokio_postgres::TokioPostgresDriver;
-use pgmill_drivertest::testdb::Cluster;
+use pgmill_testdb::Cluster;
 use tokio::sync::mpsc;
 use tokio_postgres::{AsyncMessage, Client, NoTls, Notification};
 
-use super::bench_job::BenchJob;
-use super::progress::Progress;
-use crate::cli_error::CliError;
-use crate::command_context::{CONNECT_TIMEOUT, connect_admin};
-use crate::database_url::DatabaseUrl;
+use crate::bench_error::BenchError;
+use crate::bench_job::BenchJob;
+use crate::progress::Progress;
+
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Connections of the pool that migrates and drops the benchmark's schemas.
+const ADMIN_POOL_SIZE: u32 = 2;
 
 /// Rows per chunk sent to a COPY.
 const COPY_CHUNK: u64 = 10_000;
@@ -26,7 +31,7 @@ pub(crate) const PRELOAD_KIND: &str = "bench_preload";
 
 /// The benchmark's database.
 pub(crate) struct BenchDatabase {
-    url: DatabaseUrl,
+    url: String,
     cluster: Option<Cluster>,
     migrations: TokioPostgresDriver,
     admin: Client,
@@ -36,7 +41,6 @@ pub(crate) struct BenchDatabase {
 impl std::fmt::Debug for BenchDatabase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BenchDatabase")
-            .field("url", &self.url)
             .field("throwaway", &self.cluster.is_some())
             .finish_non_exhaustive()
     }
@@ -48,20 +52,25 @@ impl BenchDatabase {
     /// # Errors
     ///
     /// The cluster cannot start, or the database cannot be reached.
-    pub(crate) async fn open(url: Option<DatabaseUrl>) -> Result<Self, CliError> {
+    pub(crate) async fn open(url: Option<String>) -> Result<Self, BenchError> {
         let (url, cluster) = match url {
             Some(url) => (url, None),
             None => {
                 let spinner = Progress::spinner("starting a throwaway PostgreSQL cluster");
                 let cluster = tokio::task::spawn_blocking(Cluster::start_with_defaults)
                     .await
-                    .map_err(|e| CliError::context("starting the throwaway cluster", e))?
-                    .map_err(|e| CliError::context("cannot start a throwaway cluster", e))?;
+                    .map_err(|e| BenchError::context("starting the throwaway cluster", e))??;
                 spinner.finish();
-                (DatabaseUrl::new(cluster.url()), Some(cluster))
+                (cluster.url(), Some(cluster))
             }
         };
-        let migrations = connect_admin(&url).await?;
+        let migrations = tokio::time::timeout(
+            CONNECT_TIMEOUT,
+            TokioPostgresDriver::connect(&url, ADMIN_POOL_SIZE),
+        )
+        .await
+        .map_err(|_| connect_timed_out())?
+        .map_err(|e| BenchError::context("cannot connect to the database", BenchError::from(e)))?;
         let admin = raw_connect(&url).await?;
         Ok(BenchDatabase {
             url,
@@ -73,7 +82,7 @@ impl BenchDatabase {
     }
 
     /// The URL (with its password, for drivers to connect).
-    pub(crate) fn url(&self) -> &DatabaseUrl {
+    pub(crate) fn url(&self) -> &str {
         &self.url
     }
 
@@ -82,7 +91,7 @@ impl BenchDatabase {
     /// # Errors
     ///
     /// The database error.
-    pub(crate) async fn describe(&self) -> Result<String, CliError> {
+    pub(crate) async fn describe(&self) -> Result<String, BenchError> {
         let row = self
             .admin
             .query_one(
@@ -118,7 +127,7 @@ impl BenchDatabase {
     /// # Errors
     ///
     /// The connection error.
-    pub(crate) async fn connect(&self) -> Result<Client, CliError> {
+    pub(crate) async fn connect(&self) -> Result<Client, BenchError> {
         raw_connect(&self.url).await
     }
 
@@ -129,12 +138,12 @@ impl BenchDatabase {
     /// The connection error.
     pub(crate) async fn connect_listening(
         &self,
-    ) -> Result<(Client, mpsc::UnboundedReceiver<Notification>), CliError> {
-        let connect = tokio_postgres::connect(self.url.expose(), NoTls);
+    ) -> Result<(Client, mpsc::UnboundedReceiver<Notification>), BenchError> {
+        let connect = tokio_postgres::connect(&self.url, NoTls);
         let (client, mut connection) = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
-            .map_err(|_| CliError::new(format!("cannot connect to {}: timed out", self.url)))?
-            .map_err(|e| self.connect_error(e))?;
+            .map_err(|_| connect_timed_out())?
+            .map_err(connect_error)?;
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(async move {
             let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -149,20 +158,12 @@ impl BenchDatabase {
         Ok((client, rx))
     }
 
-    fn connect_error(&self, e: tokio_postgres::Error) -> CliError {
-        CliError::new(self.url.scrub(&format!(
-            "cannot connect to {}: {}",
-            self.url,
-            CliError::from(e)
-        )))
-    }
-
     /// Creates a schema no other run uses and migrates it to the latest version.
     ///
     /// # Errors
     ///
     /// The migration error.
-    pub(crate) async fn fresh_schema(&self) -> Result<Schema, CliError> {
+    pub(crate) async fn fresh_schema(&self) -> Result<Schema, BenchError> {
         let k = self.next_schema.fetch_add(1, Ordering::Relaxed);
         let schema = Schema::new(&format!("pgmill_bench_{}_{k}", std::process::id()))?;
         self.drop_schema(&schema).await?;
@@ -176,7 +177,7 @@ impl BenchDatabase {
     /// # Errors
     ///
     /// The database error.
-    pub(crate) async fn drop_schema(&self, schema: &Schema) -> Result<(), CliError> {
+    pub(crate) async fn drop_schema(&self, schema: &Schema) -> Result<(), BenchError> {
         self.admin
             .batch_execute(&format!(
                 "DROP SCHEMA IF EXISTS {} CASCADE",
@@ -192,7 +193,11 @@ impl BenchDatabase {
     /// # Errors
     ///
     /// The database error.
-    pub(crate) async fn preload_completed(&self, schema: &Schema, n: u64) -> Result<(), CliError> {
+    pub(crate) async fn preload_completed(
+        &self,
+        schema: &Schema,
+        n: u64,
+    ) -> Result<(), BenchError> {
         let progress = Progress::bar(n, "preloading completed jobs");
         let at = (chrono::Utc::now() - chrono::TimeDelta::hours(1)).to_rfc3339();
         let sql = format!(
@@ -226,12 +231,12 @@ impl BenchDatabase {
     /// # Errors
     ///
     /// A message saying what is off.
-    pub(crate) async fn verify_inserted(&self, schema: &Schema, n: u64) -> Result<(), CliError> {
+    pub(crate) async fn verify_inserted(&self, schema: &Schema, n: u64) -> Result<(), BenchError> {
         let c = self.job_counts(schema, n).await?;
         if c.total == n && c.distinct == n && c.in_range == n && c.available == n {
             return Ok(());
         }
-        Err(CliError::new(format!(
+        Err(BenchError::new(format!(
             "expected {n} available jobs numbered 0 to {}, found {} rows ({} distinct, {} in \
              range, {} available)",
             n.saturating_sub(1),
@@ -248,7 +253,7 @@ impl BenchDatabase {
     /// # Errors
     ///
     /// A message saying what is off.
-    pub(crate) async fn verify_completed(&self, schema: &Schema, n: u64) -> Result<(), CliError> {
+    pub(crate) async fn verify_completed(&self, schema: &Schema, n: u64) -> Result<(), BenchError> {
         let c = self.job_counts(schema, n).await?;
         if c.total == n
             && c.distinct == n
@@ -258,14 +263,14 @@ impl BenchDatabase {
         {
             return Ok(());
         }
-        Err(CliError::new(format!(
+        Err(BenchError::new(format!(
             "expected {n} jobs each completed in exactly one attempt, found {} rows ({} distinct, \
              {} completed, {} with attempt = 1)",
             c.total, c.distinct, c.completed, c.first_attempt
         )))
     }
 
-    async fn job_counts(&self, schema: &Schema, n: u64) -> Result<JobCounts, CliError> {
+    async fn job_counts(&self, schema: &Schema, n: u64) -> Result<JobCounts, BenchError> {
         let n = i64::try_from(n).unwrap_or(i64::MAX);
         let row = self
             .admin
@@ -308,14 +313,12 @@ struct JobCounts {
 }
 
 /// Connects one tokio-postgres client and drives its connection in the background.
-async fn raw_connect(url: &DatabaseUrl) -> Result<Client, CliError> {
-    let connect = tokio_postgres::connect(url.expose(), NoTls);
+async fn raw_connect(url: &str) -> Result<Client, BenchError> {
+    let connect = tokio_postgres::connect(url, NoTls);
     let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, connect)
         .await
-        .map_err(|_| CliError::new(format!("cannot connect to {url}: timed out")))?
-        .map_err(|e| {
-            CliError::new(url.scrub(&format!("cannot connect to {url}: {}", CliError::from(e))))
-        })?;
+        .map_err(|_| connect_timed_out())?
+        .map_err(connect_error)?;
     tokio::spawn(async move {
         // Ends when the client is dropped or the server goes away; errors surface on the client.
         let _ = connection.await;
@@ -335,7 +338,7 @@ pub(crate) async fn copy_rows(
     n: u64,
     progress: &Progress,
     mut write_row: impl FnMut(u64, &mut BytesMut),
-) -> Result<u64, CliError> {
+) -> Result<u64, BenchError> {
     let sink = client.copy_in::<_, Bytes>(sql).await?;
     let mut sink = std::pin::pin!(sink);
     let mut start = 0;
@@ -350,4 +353,15 @@ pub(crate) async fn copy_rows(
         start = end;
     }
     Ok(sink.finish().await?)
+}
+
+fn connect_error(e: tokio_postgres::Error) -> BenchError {
+    BenchError::context("cannot connect to the database", BenchError::from(e))
+}
+
+fn connect_timed_out() -> BenchError {
+    BenchError::new(format!(
+        "cannot connect to the database: no answer within {} s",
+        CONNECT_TIMEOUT.as_secs()
+    ))
 }

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::bench_result::Measurement;
+use crate::bench_result::Measurement;
 
 /// Clock ticks per second of `/proc/self/stat` (`USER_HZ`, 100 on Linux).
 const USER_HZ: u64 = 100;

@@ -5,12 +5,12 @@ use pgmill_driver_diesel::DieselDriver;
 use pgmill_driver_sqlx::SqlxDriver;
 use pgmill_driver_tokio_postgres::TokioPostgresDriver;
 
-use super::bench_database::BenchDatabase;
-use super::bench_result::Measurement;
-use super::contender::measure;
-use super::engine_bench::EngineBench;
-use super::workload::{BenchOptions, Workload};
-use crate::cli_error::CliError;
+use crate::bench_database::BenchDatabase;
+use crate::bench_error::BenchError;
+use crate::bench_result::Measurement;
+use crate::contender::measure;
+use crate::engine_bench::EngineBench;
+use crate::workload::{BenchOptions, Workload};
 
 /// Connections in each driver's pool (sqlx's default).
 pub(crate) const ENGINE_POOL_SIZE: u32 = 10;
@@ -72,18 +72,17 @@ pub(crate) async fn measure_driver(
     driver: BenchDriver,
     workload: Workload,
     opts: &BenchOptions,
-) -> Result<Measurement, CliError> {
+) -> Result<Measurement, BenchError> {
     let url = db.url();
     let connect_error = |e: pgmill::Error| {
-        CliError::new(url.scrub(&format!(
-            "{} cannot connect to {url}: {}",
-            driver.name(),
-            CliError::from(e)
-        )))
+        BenchError::context(
+            format!("{} cannot connect to the database", driver.name()),
+            BenchError::from(e),
+        )
     };
     match driver {
         BenchDriver::Sqlx => {
-            let d = SqlxDriver::connect(url.expose(), ENGINE_POOL_SIZE)
+            let d = SqlxDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
             let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
@@ -91,7 +90,7 @@ pub(crate) async fn measure_driver(
             figure
         }
         BenchDriver::TokioPostgres => {
-            let d = TokioPostgresDriver::connect(url.expose(), ENGINE_POOL_SIZE)
+            let d = TokioPostgresDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
             let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
@@ -99,7 +98,7 @@ pub(crate) async fn measure_driver(
             figure
         }
         BenchDriver::Diesel => {
-            let d = DieselDriver::connect(url.expose(), ENGINE_POOL_SIZE)
+            let d = DieselDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
             let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;

@@ -7,7 +7,7 @@ use pgmill::{Job, JobArgs, JobError, JobId, Worker};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use super::execution_ledger::ExecutionLedger;
+use crate::execution_ledger::ExecutionLedger;
 
 /// A no-op job numbered `i` (0 to n - 1), so every execution can be told apart.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]

@@ -1,0 +1,43 @@
+//! A throwaway PostgreSQL for tests and examples: `DATABASE_URL` when set, otherwise a private
+//! cluster started from the installed PostgreSQL binaries.
+//!
+//! With no `DATABASE_URL`, the first call to [`url`] in a process starts one cluster (found with
+//! `pg_config --bindir`, else under `/usr/lib/postgresql/*/bin`) on a free port with a private
+//! socket directory and test settings (`fsync=off` and friends). `initdb` refuses to run as root,
+//! so when the process is root every PostgreSQL binary runs as the `postgres` user through
+//! `runuser`. A watchdog process started beside the cluster stops and deletes it as soon as the
+//! process ends, whether the tests passed, failed or the process was killed.
+//!
+//! Give each test its own schema ([`fresh_schema_name`]); with `DATABASE_URL` the watchdog drops
+//! the process's schemas at the end, so nothing is left behind. Tests that restart or kill
+//! Postgres start a private [`Cluster`] of their own.
+//!
+//! # Examples
+//!
+//! A test that needs a database:
+//!
+//! ```no_run
+//! let url = pgmill_testdb::url(); // DATABASE_URL, or the process's throwaway cluster
+//! let schema = pgmill_testdb::fresh_schema_name(); // e.g. "pgmill_t4242_0"
+//! # let _ = (url, schema);
+//! ```
+//!
+//! A cluster of one's own, stopped and deleted when dropped:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), pgmill_testdb::Error> {
+//! let cluster = pgmill_testdb::Cluster::start()?;
+//! println!("connect to {}", cluster.url());
+//! cluster.restart_immediate()?; // a crash restart: UNLOGGED tables come back empty
+//! # Ok(())
+//! # }
+//! ```
+
+mod after_exit;
+mod cluster;
+mod error;
+mod shared;
+
+pub use cluster::Cluster;
+pub use error::Error;
+pub use shared::{DATABASE_URL, TEST_SCHEMA_PREFIX, fresh_schema_name, try_url, url};
