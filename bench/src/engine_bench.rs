@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pgmill::driver::Driver;
-use pgmill::{Client, DEFAULT_QUEUE, InsertParams, JobId, Schema};
+use pgmill::{Client, InsertParams, JobId, Schema};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -71,7 +71,7 @@ impl<D: Driver> EngineBench<D> {
     ) -> Result<Client<D>, BenchError> {
         Ok(Client::builder(self.driver.clone())
             .schema(schema.clone())
-            .queue(DEFAULT_QUEUE, opts.workers)
+            .queue("default", opts.workers)
             .worker(worker)
             .build()?)
     }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use pgmill::{DEFAULT_COMPLETER_MAX_BATCH, DEFAULT_FETCH_LIMIT, JobArgs, JobId, Schema};
+use pgmill::{CompleterConfig, Config, JobArgs, JobId, Schema};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_postgres::types::Type;
@@ -200,7 +200,7 @@ impl FloorBench<'_> {
             .prepare_typed(&complete_sql(schema), &[Type::INT8_ARRAY])
             .await?;
         let slots = Arc::new(Semaphore::new(opts.workers));
-        let (done_tx, mut done_rx) = mpsc::channel::<i64>(pgmill::DEFAULT_COMPLETER_BUFFER);
+        let (done_tx, mut done_rx) = mpsc::channel::<i64>(CompleterConfig::default().buffer);
         let progress = Progress::bar(n, "floor: working");
 
         let stopwatch = Stopwatch::start();
@@ -208,7 +208,7 @@ impl FloorBench<'_> {
             let progress = progress.clone();
             tokio::spawn(async move {
                 let mut completed = 0u64;
-                let mut batch = Vec::with_capacity(DEFAULT_COMPLETER_MAX_BATCH);
+                let mut batch = Vec::with_capacity(CompleterConfig::default().max_batch);
                 while completed < n {
                     let first = tokio::time::timeout(STALL_TIMEOUT, done_rx.recv()).await;
                     let Ok(Some(first)) = first else {
@@ -217,7 +217,7 @@ impl FloorBench<'_> {
                         )));
                     };
                     batch.push(first);
-                    while batch.len() < DEFAULT_COMPLETER_MAX_BATCH {
+                    while batch.len() < CompleterConfig::default().max_batch {
                         match done_rx.try_recv() {
                             Ok(id) => batch.push(id),
                             Err(_) => break,
@@ -236,7 +236,9 @@ impl FloorBench<'_> {
                 .await
                 .map_err(|e| BenchError::context("slots", e))?;
             first.forget();
-            let extra = slots.available_permits().min(DEFAULT_FETCH_LIMIT - 1);
+            let extra = slots
+                .available_permits()
+                .min(Config::default().fetch_limit - 1);
             if extra > 0
                 && let Ok(p) = slots.try_acquire_many(extra as u32)
             {
@@ -284,7 +286,7 @@ impl FloorBench<'_> {
         let channel = format!("{}.floor_insert", schema.name());
         let (listener, mut notifications) = self.db.connect_listening().await?;
         listener
-            .batch_execute(&format!("LISTEN {}", pgmill::quote_ident(&channel)))
+            .batch_execute(&pgmill::driver::listen_sql(&channel)?)
             .await?;
         let fetcher = self.db.connect().await?;
         let claim_stmt = fetcher
@@ -300,13 +302,14 @@ impl FloorBench<'_> {
                 loop {
                     // A notification, or the same 1 s poll pgmill falls back on.
                     let woke =
-                        tokio::time::timeout(pgmill::DEFAULT_POLL_INTERVAL, notifications.recv())
+                        tokio::time::timeout(Config::default().poll_interval, notifications.recv())
                             .await;
                     if matches!(woke, Ok(None)) {
                         return Ok::<(), BenchError>(());
                     }
                     loop {
-                        let jobs = claim(&fetcher, &claim_stmt, DEFAULT_FETCH_LIMIT).await?;
+                        let jobs =
+                            claim(&fetcher, &claim_stmt, Config::default().fetch_limit).await?;
                         let started = Instant::now();
                         let mut ids = Vec::with_capacity(jobs.len());
                         for &(id, i) in &jobs {
@@ -319,7 +322,7 @@ impl FloorBench<'_> {
                         if !ids.is_empty() {
                             fetcher.execute(&complete_stmt, &[&ids]).await?;
                         }
-                        if jobs.len() < DEFAULT_FETCH_LIMIT {
+                        if jobs.len() < Config::default().fetch_limit {
                             break;
                         }
                     }

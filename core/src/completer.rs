@@ -34,13 +34,13 @@ use crate::query::{
 use crate::schema::Schema;
 
 /// Default [`CompleterConfig::max_batch`].
-pub const DEFAULT_COMPLETER_MAX_BATCH: usize = 2_000;
+pub(crate) const DEFAULT_COMPLETER_MAX_BATCH: usize = 2_000;
 /// Default [`CompleterConfig::linger`].
-pub const DEFAULT_COMPLETER_LINGER: Duration = Duration::from_millis(1);
+pub(crate) const DEFAULT_COMPLETER_LINGER: Duration = Duration::from_millis(1);
 /// Default [`CompleterConfig::buffer`].
-pub const DEFAULT_COMPLETER_BUFFER: usize = 10_000;
+pub(crate) const DEFAULT_COMPLETER_BUFFER: usize = 10_000;
 /// Default [`CompleterConfig::available_within`].
-pub const DEFAULT_AVAILABLE_WITHIN: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_AVAILABLE_WITHIN: Duration = Duration::from_secs(5);
 
 /// Settings of the batched completer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,16 +167,37 @@ pub(crate) struct CompleterStats {
     pub(crate) flushes: AtomicU64,
 }
 
+/// Records the outcomes of attempts in batches, one fenced UPDATE per flush.
 pub(crate) struct BatchCompleter<D: Driver> {
-    pub(crate) in_flight: Arc<InFlight>,
-    pub(crate) driver: D,
-    pub(crate) schema: Schema,
-    pub(crate) config: CompleterConfig,
-    pub(crate) events: Arc<EventSender>,
-    pub(crate) stats: Arc<CompleterStats>,
+    in_flight: Arc<InFlight>,
+    driver: D,
+    schema: Schema,
+    config: CompleterConfig,
+    events: Arc<EventSender>,
+    stats: Arc<CompleterStats>,
 }
 
 impl<D: Driver> BatchCompleter<D> {
+    /// A completer recording into `schema`, forgetting recorded jobs from `in_flight`,
+    /// publishing to `events` and counting in `stats`.
+    pub(crate) fn new(
+        driver: D,
+        schema: Schema,
+        config: CompleterConfig,
+        in_flight: Arc<InFlight>,
+        events: Arc<EventSender>,
+        stats: Arc<CompleterStats>,
+    ) -> Self {
+        BatchCompleter {
+            in_flight,
+            driver,
+            schema,
+            config,
+            events,
+            stats,
+        }
+    }
+
     /// Flushes outcomes until every sender is dropped and the queue is empty. After `stopping` is
     /// cancelled, a failing flush is retried a bounded number of times before its outcomes are
     /// abandoned (the jobs stay running; the rescuer recovers them).

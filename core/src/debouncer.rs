@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// Default cooldown of insert notifications.
-pub const DEFAULT_INSERT_NOTIFY_COOLDOWN: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_INSERT_NOTIFY_COOLDOWN: Duration = Duration::from_millis(100);
 
 /// Leading-edge debouncer per key, on tokio's clock (so tests can pause time).
 #[derive(Debug)]

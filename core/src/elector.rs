@@ -27,9 +27,9 @@ use crate::query::{LeaderRow, leader_attempt_elect, leader_attempt_reelect, lead
 use crate::schema::Schema;
 
 /// Default [`ElectorConfig::interval`].
-pub const DEFAULT_ELECT_INTERVAL: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_ELECT_INTERVAL: Duration = Duration::from_secs(5);
 /// Default [`ElectorConfig::lease`].
-pub const DEFAULT_LEADER_LEASE: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_LEADER_LEASE: Duration = Duration::from_secs(15);
 
 /// Settings of leader election.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,19 +68,41 @@ impl ElectorConfig {
     }
 }
 
+/// Campaigns for, holds and resigns the schema's leader lease.
 #[derive(Clone)]
 pub(crate) struct Elector<D: Driver> {
-    pub(crate) driver: D,
-    pub(crate) schema: Schema,
-    pub(crate) client_id: String,
-    pub(crate) config: ElectorConfig,
+    driver: D,
+    schema: Schema,
+    client_id: String,
+    config: ElectorConfig,
     /// True while this client leads.
-    pub(crate) is_leader: Arc<watch::Sender<bool>>,
+    is_leader: Arc<watch::Sender<bool>>,
     /// Woken by leadership notifications (a resignation): try to take over now.
-    pub(crate) kick: Arc<Notify>,
+    kick: Arc<Notify>,
 }
 
 impl<D: Driver> Elector<D> {
+    /// An elector for `client_id`, publishing leadership to `is_leader` and trying to take over
+    /// whenever `kick` is notified.
+    pub(crate) fn new(
+        driver: D,
+        schema: Schema,
+        client_id: String,
+        config: ElectorConfig,
+        is_leader: Arc<watch::Sender<bool>>,
+        kick: Arc<Notify>,
+    ) -> Self {
+        Elector {
+            driver,
+            schema,
+            client_id,
+            config,
+            is_leader,
+            kick,
+        }
+    }
+
+    /// Campaigns and leads until `stop`, resigning on the way out.
     pub(crate) async fn run(self, stop: CancellationToken) {
         let span = info_span!("elector", client_id = %self.client_id);
         async move {

@@ -7,11 +7,9 @@ use std::fmt;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// SQLSTATE of a unique violation.
-pub const SQLSTATE_UNIQUE_VIOLATION: &str = "23505";
+pub(crate) const SQLSTATE_UNIQUE_VIOLATION: &str = "23505";
 /// SQLSTATE of a write attempted in a read-only transaction (e.g. on a demoted primary).
-pub const SQLSTATE_READ_ONLY_SQL_TRANSACTION: &str = "25006";
-/// SQLSTATE of a serialization failure.
-pub const SQLSTATE_SERIALIZATION_FAILURE: &str = "40001";
+pub(crate) const SQLSTATE_READ_ONLY_SQL_TRANSACTION: &str = "25006";
 
 /// Everything that can go wrong in pgmill.
 #[derive(Debug, thiserror::Error)]

@@ -30,18 +30,37 @@ use crate::schema::Schema;
 const RECOVERY_WINDOW: Duration = Duration::from_secs(3);
 
 /// Default interval between heartbeats.
-pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(3);
+pub(crate) const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(3);
 
+/// Keeps the client's liveness row, and recovers its in-flight jobs after a restart or failover.
 #[derive(Clone)]
 pub(crate) struct Heartbeat<D: Driver> {
-    pub(crate) driver: D,
-    pub(crate) schema: Schema,
-    pub(crate) client_id: String,
-    pub(crate) interval: Duration,
-    pub(crate) in_flight: Arc<InFlight>,
+    driver: D,
+    schema: Schema,
+    client_id: String,
+    interval: Duration,
+    in_flight: Arc<InFlight>,
 }
 
 impl<D: Driver> Heartbeat<D> {
+    /// A heartbeat for `client_id` every `interval`, covering the jobs in `in_flight`.
+    pub(crate) fn new(
+        driver: D,
+        schema: Schema,
+        client_id: String,
+        interval: Duration,
+        in_flight: Arc<InFlight>,
+    ) -> Self {
+        Heartbeat {
+            driver,
+            schema,
+            client_id,
+            interval,
+            in_flight,
+        }
+    }
+
+    /// Beats until `stop`, then removes the client's row.
     pub(crate) async fn run(self, stop: CancellationToken) {
         let span = info_span!("heartbeat", client_id = %self.client_id);
         async move {

@@ -6,13 +6,13 @@ use crate::error::{Error, Result};
 ///
 /// Channel names are `<schema>.<topic>` and Postgres limits them to 63 bytes; the longest topic
 /// (`.pgmill_leadership`) takes 18 of those.
-pub const MAX_SCHEMA_LEN: usize = 45;
+pub(crate) const MAX_SCHEMA_LEN: usize = 45;
 
 /// The longest queue or job kind name accepted, in bytes.
-pub const MAX_NAME_LEN: usize = 128;
+pub(crate) const MAX_NAME_LEN: usize = 128;
 
 /// Quotes an identifier for SQL text: wraps it in double quotes and doubles inner ones.
-pub fn quote_ident(name: &str) -> String {
+pub(crate) fn quote_ident(name: &str) -> String {
     let mut s = String::with_capacity(name.len() + 2);
     s.push('"');
     for c in name.chars() {
@@ -39,7 +39,7 @@ fn invalid(kind: &'static str, name: &str, reason: &'static str) -> Error {
 /// # Errors
 ///
 /// [`Error::InvalidName`] saying what is wrong.
-pub fn validate_schema_name(name: &str) -> Result<()> {
+pub(crate) fn validate_schema_name(name: &str) -> Result<()> {
     const KIND: &str = "schema";
     if name.is_empty() {
         return Err(invalid(KIND, name, "is empty"));
@@ -66,7 +66,7 @@ pub fn validate_schema_name(name: &str) -> Result<()> {
 /// # Errors
 ///
 /// [`Error::InvalidName`] saying what is wrong.
-pub fn validate_name(kind: &'static str, name: &str) -> Result<()> {
+pub(crate) fn validate_name(kind: &'static str, name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(invalid(kind, name, "is empty"));
     }

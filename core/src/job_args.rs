@@ -10,13 +10,13 @@ use crate::error::{Error, Result};
 use crate::ident::validate_name;
 
 /// The default queue.
-pub const DEFAULT_QUEUE: &str = "default";
+pub(crate) const DEFAULT_QUEUE: &str = "default";
 /// The default priority (the highest).
-pub const DEFAULT_PRIORITY: i16 = 1;
+pub(crate) const DEFAULT_PRIORITY: i16 = 1;
 /// The lowest priority.
-pub const MIN_PRIORITY: i16 = 4;
+pub(crate) const MIN_PRIORITY: i16 = 4;
 /// The default number of attempts before a job is discarded.
-pub const DEFAULT_MAX_ATTEMPTS: i16 = 25;
+pub(crate) const DEFAULT_MAX_ATTEMPTS: i16 = 25;
 
 /// A job's arguments: a kind name plus serde.
 ///

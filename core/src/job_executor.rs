@@ -18,14 +18,31 @@ use crate::worker::{JobAction, WorkResult, Workers};
 /// Everything needed to run jobs; shared by a client's producers.
 #[derive(Clone)]
 pub(crate) struct JobExecutor {
-    pub(crate) workers: Workers,
-    pub(crate) schema: Schema,
-    pub(crate) retry_policy: Arc<dyn RetryPolicy>,
-    pub(crate) default_timeout: Option<Duration>,
-    pub(crate) completer: mpsc::Sender<Completion>,
+    workers: Workers,
+    schema: Schema,
+    retry_policy: Arc<dyn RetryPolicy>,
+    default_timeout: Option<Duration>,
+    completer: mpsc::Sender<Completion>,
 }
 
 impl JobExecutor {
+    /// An executor running `workers`, sending outcomes to `completer`.
+    pub(crate) fn new(
+        workers: Workers,
+        schema: Schema,
+        retry_policy: Arc<dyn RetryPolicy>,
+        default_timeout: Option<Duration>,
+        completer: mpsc::Sender<Completion>,
+    ) -> Self {
+        JobExecutor {
+            workers,
+            schema,
+            retry_policy,
+            default_timeout,
+            completer,
+        }
+    }
+
     /// Runs `job` to an outcome and queues the outcome for the completer. `kill` interrupts the
     /// work (hard stop): the job goes back to available with its attempt given back.
     ///

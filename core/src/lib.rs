@@ -81,6 +81,7 @@
 //! # }
 //! ```
 
+mod catalog;
 mod client;
 mod completer;
 mod connection_lease;
@@ -92,57 +93,35 @@ mod event;
 mod heartbeat;
 mod ident;
 mod in_flight;
+mod inserter;
 mod job;
 mod job_args;
 mod job_executor;
-mod maintenance;
+pub mod maintenance;
 mod migrator;
 mod notifier;
 mod periodic;
 mod post_commit_notifier;
+pub mod prelude;
 mod producer;
 mod query;
+mod queue_handle;
 mod retry_policy;
 mod schema;
 mod service;
 mod worker;
 
-pub use client::{
-    Client, ClientBuilder, ClientStats, Config, DEFAULT_EVENT_BUFFER, DEFAULT_FETCH_LIMIT,
-    DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, DEFAULT_QUEUE_REFRESH_INTERVAL, Inserter,
-    MAX_WORKERS_PER_QUEUE, QueueConfig,
-};
-pub use completer::{
-    CompleterConfig, DEFAULT_AVAILABLE_WITHIN, DEFAULT_COMPLETER_BUFFER, DEFAULT_COMPLETER_LINGER,
-    DEFAULT_COMPLETER_MAX_BATCH,
-};
-pub use elector::{DEFAULT_ELECT_INTERVAL, DEFAULT_LEADER_LEASE, ElectorConfig};
+pub use client::{Client, ClientBuilder, ClientStats, Config, QueueConfig};
+pub use completer::CompleterConfig;
+pub use elector::ElectorConfig;
+pub use error::{DbError, DbErrorKind, Error, Result};
 pub use event::{Event, EventKind, Subscription};
-pub use heartbeat::DEFAULT_HEARTBEAT_INTERVAL;
+pub use inserter::Inserter;
 pub use job::{AttemptError, JobId, JobRow, JobState};
-pub use job_args::{
-    DEFAULT_MAX_ATTEMPTS, DEFAULT_PRIORITY, DEFAULT_QUEUE, InsertOpts, InsertParams, JobArgs,
-    MIN_PRIORITY,
-};
-pub use maintenance::{
-    DEFAULT_CANCELLED_RETENTION, DEFAULT_CLIENT_TIMEOUT, DEFAULT_COMPLETED_RETENTION,
-    DEFAULT_DISCARDED_RETENTION, DEFAULT_PERIODIC_INTERVAL, DEFAULT_QUEUE_RETENTION,
-    DEFAULT_RESCUE_AFTER, DEFAULT_RESCUER_INTERVAL, DEFAULT_SCHEDULER_INTERVAL,
-    DEFAULT_SCHEDULER_LIMIT, DEFAULT_SUPERVISOR_BACKOFF, JobCleaner, JobCleanerConfig,
-    JobCleanerRunOnceResult, JobRescuer, JobRescuerConfig, JobRescuerRunOnceResult, JobScheduler,
-    JobSchedulerConfig, JobSchedulerRunOnceResult, PeriodicEnqueuerRunOnceResult, QueueCleaner,
-    QueueCleanerConfig, QueueCleanerRunOnceResult,
-};
-pub use periodic::{MissedTicks, PeriodicJob, Schedule};
-pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
-pub use worker::{BoxError, Job, JobError, Worker, Workers};
-
-pub use debouncer::DEFAULT_INSERT_NOTIFY_COOLDOWN;
-pub use error::{
-    DbError, DbErrorKind, Error, Result, SQLSTATE_READ_ONLY_SQL_TRANSACTION,
-    SQLSTATE_SERIALIZATION_FAILURE, SQLSTATE_UNIQUE_VIOLATION,
-};
-pub use ident::{MAX_NAME_LEN, MAX_SCHEMA_LEN, quote_ident, validate_name, validate_schema_name};
+pub use job_args::{InsertOpts, InsertParams, JobArgs};
 pub use migrator::{Direction, MigrateReport, MigrationStatus, Migrator};
+pub use periodic::{MissedTicks, PeriodicJob, Schedule};
 pub use query::{JobListPage, JobListParams, LeaderRow, MigrationRow, PeriodicRow, QueueRow};
-pub use schema::{SCHEMA_MARKER, Schema};
+pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
+pub use schema::Schema;
+pub use worker::{BoxError, Job, JobError, Worker, Workers};

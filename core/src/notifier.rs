@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::driver::{Driver, Listener, ListenerEvent, Notification};
+use crate::error::Result;
 use crate::job::JobId;
-use crate::producer::QueueHandle;
+use crate::queue_handle::QueueHandle;
 use crate::schema::Schema;
 
 /// Topic of insert notifications; the payload is the queue name.
@@ -45,11 +46,22 @@ pub(crate) type LeadershipHook = Arc<dyn Fn(&str) + Send + Sync>;
 /// Where notifications go.
 #[derive(Clone)]
 pub(crate) struct NotificationRouter {
-    pub(crate) queues: HashMap<String, Arc<QueueHandle>>,
-    pub(crate) on_leadership: Option<LeadershipHook>,
+    queues: HashMap<String, Arc<QueueHandle>>,
+    on_leadership: Option<LeadershipHook>,
 }
 
 impl NotificationRouter {
+    /// Routes insert and control notifications to `queues`, leadership ones to `on_leadership`.
+    pub(crate) fn new(
+        queues: HashMap<String, Arc<QueueHandle>>,
+        on_leadership: Option<LeadershipHook>,
+    ) -> Self {
+        NotificationRouter {
+            queues,
+            on_leadership,
+        }
+    }
+
     fn handles<'a>(&'a self, queue: &'a str) -> impl Iterator<Item = &'a Arc<QueueHandle>> + 'a {
         self.queues
             .iter()
@@ -102,14 +114,24 @@ impl NotificationRouter {
     }
 }
 
+/// Listens on the client's dedicated connection and routes what it hears.
 #[derive(Clone)]
 pub(crate) struct Notifier<D: Driver> {
-    pub(crate) driver: D,
-    pub(crate) schema: Schema,
-    pub(crate) router: NotificationRouter,
+    driver: D,
+    schema: Schema,
+    router: NotificationRouter,
 }
 
 impl<D: Driver> Notifier<D> {
+    /// A notifier for `schema`'s topics.
+    pub(crate) fn new(driver: D, schema: Schema, router: NotificationRouter) -> Self {
+        Notifier {
+            driver,
+            schema,
+            router,
+        }
+    }
+
     /// Listens until `stop`, reconnecting with backoff.
     pub(crate) async fn run(self, stop: CancellationToken) {
         let span = info_span!("notifier", schema = self.schema.name());
@@ -168,7 +190,7 @@ impl<D: Driver> Notifier<D> {
         .await
     }
 
-    async fn open(&self, channels: &[String]) -> crate::Result<D::Listener> {
+    async fn open(&self, channels: &[String]) -> Result<D::Listener> {
         let mut l = self.driver.listener().await?;
         for c in channels {
             l.listen(c).await?;

@@ -10,82 +10,24 @@
 //! paused) and refreshes the row periodically. Pause, resume and cancel arrive through the
 //! notifier; in poll-only mode the producer reads them on every poll instead.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rand::Rng;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
-use crate::error::with_timeout;
+use crate::error::{Error, Result, with_timeout};
 use crate::in_flight::InFlight;
-use crate::job::JobId;
 use crate::job_executor::JobExecutor;
 use crate::query::{
     IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
 };
-
-/// What the rest of the client shares with one queue's producer.
-#[derive(Debug, Default)]
-pub(crate) struct QueueHandle {
-    wake: Notify,
-    paused: AtomicBool,
-    resync: AtomicBool,
-    running: Mutex<HashMap<JobId, CancellationToken>>,
-}
-
-impl QueueHandle {
-    /// Asks the producer to fetch now.
-    pub(crate) fn wake(&self) {
-        self.wake.notify_one();
-    }
-
-    /// Pauses or resumes fetching (running jobs are not touched).
-    pub(crate) fn set_paused(&self, paused: bool) {
-        if self.paused.swap(paused, Ordering::SeqCst) != paused {
-            info!(paused, "queue pause state changed");
-        }
-        self.wake();
-    }
-
-    pub(crate) fn is_paused(&self) -> bool {
-        self.paused.load(Ordering::SeqCst)
-    }
-
-    /// Asks the producer to re-read its queue's state and fetch (after a listener reconnect).
-    pub(crate) fn request_resync(&self) {
-        self.resync.store(true, Ordering::SeqCst);
-        self.wake();
-    }
-
-    /// Cancels a job running in this producer, if it is.
-    pub(crate) fn cancel_job(&self, id: JobId) {
-        if let Some(token) = self.lock_running().get(&id) {
-            info!(job_id = id.0, "cancelling a running job on request");
-            token.cancel();
-        }
-    }
-
-    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, CancellationToken>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn cancel_all_running(&self) {
-        self.lock_running()
-            .values()
-            .for_each(CancellationToken::cancel);
-    }
-
-    fn running_ids(&self) -> Vec<JobId> {
-        self.lock_running().keys().copied().collect()
-    }
-}
+use crate::queue_handle::QueueHandle;
 
 /// On a hard stop, cancels the token of every job running in this queue.
 async fn cancel_running_on_kill(handle: Arc<QueueHandle>, kill: CancellationToken) {
@@ -102,22 +44,55 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// How a producer fetches: the client-wide settings every queue's producer shares.
+#[derive(Debug, Clone)]
+pub(crate) struct ProducerConfig {
+    /// The client's id, recorded in `attempted_by`.
+    pub(crate) client_id: String,
+    /// Most jobs one fetch claims.
+    pub(crate) fetch_limit: usize,
+    /// Time between polls of an idle producer (plus up to 10 % jitter).
+    pub(crate) poll_interval: Duration,
+    /// Reads pause state and cancel requests on every poll instead of by notification.
+    pub(crate) poll_only: bool,
+    /// How often the queue's row is refreshed when notifications are on.
+    pub(crate) refresh_interval: Duration,
+}
+
+/// Fetches one queue's jobs into its worker slots and runs them.
 #[derive(Clone)]
 pub(crate) struct Producer<D: Driver> {
-    pub(crate) driver: D,
-    pub(crate) queue: String,
-    pub(crate) client_id: String,
-    pub(crate) max_workers: usize,
-    pub(crate) fetch_limit: usize,
-    pub(crate) poll_interval: Duration,
-    pub(crate) poll_only: bool,
-    pub(crate) refresh_interval: Duration,
-    pub(crate) executor: Arc<JobExecutor>,
-    pub(crate) handle: Arc<QueueHandle>,
-    pub(crate) in_flight: Arc<InFlight>,
+    driver: D,
+    queue: String,
+    max_workers: usize,
+    config: ProducerConfig,
+    executor: Arc<JobExecutor>,
+    handle: Arc<QueueHandle>,
+    in_flight: Arc<InFlight>,
 }
 
 impl<D: Driver> Producer<D> {
+    /// A producer for `queue`, running up to `max_workers` jobs at once through `executor`.
+    pub(crate) fn new(
+        driver: D,
+        queue: String,
+        max_workers: usize,
+        config: ProducerConfig,
+        executor: Arc<JobExecutor>,
+        handle: Arc<QueueHandle>,
+        in_flight: Arc<InFlight>,
+    ) -> Self {
+        Producer {
+            driver,
+            queue,
+            max_workers,
+            config,
+            executor,
+            handle,
+            in_flight,
+        }
+    }
+
     /// Fetches and runs jobs until `stop` (soft: fetch nothing more), then waits for the jobs it
     /// started. `kill` (hard stop) interrupts running jobs.
     pub(crate) async fn run(self, stop: CancellationToken, kill: CancellationToken) {
@@ -132,7 +107,7 @@ impl<D: Driver> Producer<D> {
             self.refresh().await;
             let mut last_refresh = Instant::now();
             while !stop.is_cancelled() {
-                if self.handle.resync.swap(false, Ordering::SeqCst) {
+                if self.handle.take_resync() {
                     self.refresh().await;
                     self.check_cancel_requests().await;
                     last_refresh = Instant::now();
@@ -142,7 +117,7 @@ impl<D: Driver> Producer<D> {
                         Ok(()) => backoff = Duration::from_millis(100),
                         Err(e) => {
                             warn!(error = %e, "fetch failed; backing off");
-                            if e.is_connection_lost() || matches!(e, crate::Error::Timeout(_)) {
+                            if e.is_connection_lost() || matches!(e, Error::Timeout(_)) {
                                 // The claim may have committed with its reply lost.
                                 self.in_flight.request_reconcile();
                             }
@@ -155,17 +130,17 @@ impl<D: Driver> Producer<D> {
                         }
                     }
                 }
-                let jitter = rand::rng().random_range(0.0..0.1) * self.poll_interval.as_secs_f64();
+                let jitter = rand::rng().random_range(0.0..0.1) * self.config.poll_interval.as_secs_f64();
                 let timer = tokio::select! {
                     () = stop.cancelled() => break,
-                    () = self.handle.wake.notified() => false,
-                    () = tokio::time::sleep(self.poll_interval + Duration::from_secs_f64(jitter)) => true,
+                    () = self.handle.woken() => false,
+                    () = tokio::time::sleep(self.config.poll_interval + Duration::from_secs_f64(jitter)) => true,
                 };
-                if timer && self.poll_only {
+                if timer && self.config.poll_only {
                     self.refresh().await;
                     self.check_cancel_requests().await;
                     last_refresh = Instant::now();
-                } else if last_refresh.elapsed() >= self.refresh_interval {
+                } else if last_refresh.elapsed() >= self.config.refresh_interval {
                     self.refresh().await;
                     last_refresh = Instant::now();
                 }
@@ -215,11 +190,7 @@ impl<D: Driver> Producer<D> {
     }
 
     /// Fetches into free slots until the queue runs dry, no slot is free, or it is paused.
-    async fn fill_slots(
-        &self,
-        slots: &Arc<Semaphore>,
-        kill: &CancellationToken,
-    ) -> crate::Result<()> {
+    async fn fill_slots(&self, slots: &Arc<Semaphore>, kill: &CancellationToken) -> Result<()> {
         // One connection for a run of back-to-back fetches, back to the pool when this returns.
         let mut lease: Option<ConnectionLease<D>> = None;
         // Shared by the jobs started here: cloning a token locks its node, an `Arc` does not.
@@ -229,7 +200,7 @@ impl<D: Driver> Producer<D> {
             if free == 0 || self.handle.is_paused() {
                 return Ok(());
             }
-            let limit = free.min(self.fetch_limit);
+            let limit = free.min(self.config.fetch_limit);
             let jobs = with_timeout("fetch", async {
                 let conn = match &mut lease {
                     Some(conn) => conn,
@@ -240,7 +211,7 @@ impl<D: Driver> Producer<D> {
                     self.executor.schema_ref(),
                     &self.queue,
                     limit,
-                    &self.client_id,
+                    &self.config.client_id,
                 )
                 .await
             })

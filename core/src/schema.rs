@@ -3,13 +3,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::catalog::Query;
 use crate::driver::Statement;
 use crate::error::Result;
 use crate::ident::{quote_ident, validate_schema_name};
-use crate::query::Query;
 
 /// The marker core's SQL templates use where the schema name goes.
-pub const SCHEMA_MARKER: &str = "{schema}";
+pub(crate) const SCHEMA_MARKER: &str = "{schema}";
 
 /// A validated schema holding pgmill's tables, with every engine query rendered into it once.
 ///

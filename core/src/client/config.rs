@@ -12,28 +12,29 @@ use crate::heartbeat::DEFAULT_HEARTBEAT_INTERVAL;
 use crate::ident::validate_name;
 use crate::job_args::JobArgs;
 use crate::maintenance::{
-    DEFAULT_PERIODIC_INTERVAL, DEFAULT_SUPERVISOR_BACKOFF, JobCleanerConfig, JobRescuerConfig,
-    JobSchedulerConfig, QueueCleanerConfig,
+    DEFAULT_PERIODIC_INTERVAL, JobCleanerConfig, JobRescuerConfig, JobSchedulerConfig,
+    QueueCleanerConfig,
 };
 use crate::periodic::PeriodicJob;
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
+use crate::service::DEFAULT_SUPERVISOR_BACKOFF;
 use crate::worker::{Worker, Workers};
 
 use super::Client;
 
 /// Default [`Config::fetch_limit`].
-pub const DEFAULT_FETCH_LIMIT: usize = 100;
+pub(crate) const DEFAULT_FETCH_LIMIT: usize = 100;
 /// Default [`Config::poll_interval`].
-pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// Default [`Config::job_timeout`].
-pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default [`Config::event_buffer`].
-pub const DEFAULT_EVENT_BUFFER: usize = 1_024;
+pub(crate) const DEFAULT_EVENT_BUFFER: usize = 1_024;
 /// Default [`Config::queue_refresh_interval`].
-pub const DEFAULT_QUEUE_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_QUEUE_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
 /// Most workers one queue may run at once.
-pub const MAX_WORKERS_PER_QUEUE: usize = 10_000;
+pub(crate) const MAX_WORKERS_PER_QUEUE: usize = 10_000;
 
 /// One queue a client works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,24 +1,17 @@
-//! The client: runs producers and the completer for its queues, inserts jobs, and administers them.
+//! The client: wires a client's components together, starts and stops them, and inserts jobs.
+//!
+//! The operator API (jobs, queues, periodic schedules, leadership) is in `admin.rs`; the
+//! configuration and builder in `config.rs`.
 
+mod admin;
 mod config;
-mod inserter;
 
-pub use config::{
-    ClientBuilder, Config, DEFAULT_EVENT_BUFFER, DEFAULT_FETCH_LIMIT, DEFAULT_JOB_TIMEOUT,
-    DEFAULT_POLL_INTERVAL, DEFAULT_QUEUE_REFRESH_INTERVAL, MAX_WORKERS_PER_QUEUE, QueueConfig,
-};
-pub use inserter::Inserter;
-use inserter::due_queues;
+pub use config::{ClientBuilder, Config, QueueConfig};
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-
-use chrono::{DateTime, Utc};
-use serde_json::json;
-use std::future::Future;
-use std::time::Duration;
 
 use tokio::sync::{Mutex, Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -31,27 +24,19 @@ use crate::elector::Elector;
 use crate::error::Result;
 use crate::event::{EventSender, Subscription};
 use crate::heartbeat::Heartbeat;
-use crate::ident::validate_name;
 use crate::in_flight::InFlight;
-use crate::job::JobState;
-use crate::job::{JobId, JobRow};
+use crate::inserter::{Inserter, due_queues};
+use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
-use crate::maintenance::{
-    JobCleaner, JobRescuer, JobScheduler, PeriodicEnqueuer, QueueCleaner, supervise,
-};
+use crate::maintenance::{PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig};
 use crate::migrator::{MigrateReport, Migrator};
-use crate::notifier::{ControlMessage, NotificationRouter, Notifier};
+use crate::notifier::{NotificationRouter, Notifier};
 use crate::post_commit_notifier::PostCommitNotifier;
-use crate::producer::{Producer, QueueHandle};
-use crate::query::{
-    JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueRow, job_cancel,
-    job_delete, job_get_by_id, job_list, job_list_page, job_release_pending, job_retry, leader_get,
-    periodic_list, periodic_set_paused, queue_control_notify, queue_list, queue_pause,
-    queue_resume,
-};
+use crate::producer::{Producer, ProducerConfig};
+use crate::queue_handle::QueueHandle;
 use crate::schema::Schema;
-use crate::service::Service;
+use crate::service::{Service, spawn_supervised, supervise};
 use crate::worker::Workers;
 
 /// Counters of a client since it was built.
@@ -105,89 +90,6 @@ struct Running {
     completer: Service,
     background: Vec<Service>,
     kill: CancellationToken,
-}
-
-/// Spawns `run(stop)` under a supervisor as a [`Service`].
-async fn spawn_supervised<F, Fut>(name: &'static str, backoff: Duration, run: F) -> Service
-where
-    F: Fn(CancellationToken) -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let service = Service::new();
-    let stop = service.token();
-    service
-        .start(supervise(name, backoff, stop.clone(), move || {
-            run(stop.clone())
-        }))
-        .await;
-    service
-}
-
-/// The services that run only while this client leads.
-struct LeaderServices<D: Driver> {
-    scheduler: JobScheduler<D>,
-    rescuer: JobRescuer<D>,
-    cleaner: JobCleaner<D>,
-    queue_cleaner: QueueCleaner<D>,
-    periodic: PeriodicEnqueuer<D>,
-    queues: HashMap<String, Arc<QueueHandle>>,
-    backoff: Duration,
-}
-
-impl<D: Driver> LeaderServices<D> {
-    /// Runs the services during each term this client leads, until `stop`.
-    async fn run_while_leader(self, mut is_leader: watch::Receiver<bool>, stop: CancellationToken) {
-        loop {
-            while !*is_leader.borrow_and_update() {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    changed = is_leader.changed() => if changed.is_err() { return },
-                }
-            }
-            let term = stop.child_token();
-            let mut tasks = tokio::task::JoinSet::new();
-            let b = self.backoff;
-            let (scheduler, queues) = (self.scheduler.clone(), self.queues.clone());
-            let t = term.clone();
-            tasks.spawn(supervise("job_scheduler", b, t.clone(), move || {
-                let queues = queues.clone();
-                scheduler.clone().run(t.clone(), move |r| {
-                    for queue in r.num_jobs_by_queue.keys() {
-                        if let Some(h) = queues.get(queue) {
-                            h.wake();
-                        }
-                    }
-                })
-            }));
-            let (rescuer, t) = (self.rescuer.clone(), term.clone());
-            tasks.spawn(supervise("job_rescuer", b, t.clone(), move || {
-                rescuer.clone().run(t.clone())
-            }));
-            let (cleaner, t) = (self.cleaner.clone(), term.clone());
-            tasks.spawn(supervise("job_cleaner", b, t.clone(), move || {
-                cleaner.clone().run(t.clone())
-            }));
-            let (queue_cleaner, t) = (self.queue_cleaner.clone(), term.clone());
-            tasks.spawn(supervise("queue_cleaner", b, t.clone(), move || {
-                queue_cleaner.clone().run(t.clone())
-            }));
-            let (periodic, t) = (self.periodic.clone(), term.clone());
-            tasks.spawn(supervise("periodic_enqueuer", b, t.clone(), move || {
-                periodic.clone().run(t.clone())
-            }));
-            while *is_leader.borrow_and_update() {
-                tokio::select! {
-                    () = stop.cancelled() => break,
-                    changed = is_leader.changed() => if changed.is_err() { break },
-                }
-            }
-            term.cancel();
-            while tasks.join_next().await.is_some() {}
-            if stop.is_cancelled() {
-                return;
-            }
-        }
-    }
 }
 
 impl<D: Driver> fmt::Debug for Client<D> {
@@ -330,42 +232,41 @@ impl<D: Driver> Client<D> {
         let (tx, rx) = mpsc::channel(cfg.completer.buffer);
         let completer = Service::new();
         let stopping = completer.token();
-        completer
-            .start(
-                BatchCompleter {
-                    in_flight: Arc::clone(&inner.in_flight),
-                    driver: inner.driver.clone(),
-                    schema: cfg.schema.clone(),
-                    config: cfg.completer.clone(),
-                    events: Arc::clone(&inner.events),
-                    stats: Arc::clone(&inner.stats),
-                }
-                .run(rx, stopping),
-            )
-            .await;
-        let executor = Arc::new(JobExecutor {
-            workers: inner.workers.clone(),
-            schema: cfg.schema.clone(),
-            retry_policy: Arc::clone(&cfg.retry_policy),
-            default_timeout: cfg.job_timeout,
-            completer: tx,
-        });
+        let batch_completer = BatchCompleter::new(
+            inner.driver.clone(),
+            cfg.schema.clone(),
+            cfg.completer.clone(),
+            Arc::clone(&inner.in_flight),
+            Arc::clone(&inner.events),
+            Arc::clone(&inner.stats),
+        );
+        completer.start(batch_completer.run(rx, stopping)).await;
+        let executor = Arc::new(JobExecutor::new(
+            inner.workers.clone(),
+            cfg.schema.clone(),
+            Arc::clone(&cfg.retry_policy),
+            cfg.job_timeout,
+            tx,
+        ));
+        let producer_config = ProducerConfig {
+            client_id: inner.id.clone(),
+            fetch_limit: cfg.fetch_limit,
+            poll_interval: cfg.poll_interval,
+            poll_only: self.poll_only(),
+            refresh_interval: cfg.queue_refresh_interval,
+        };
         let kill = CancellationToken::new();
         let mut producers = Vec::new();
         for (queue, q) in &cfg.queues {
-            let producer = Producer {
-                driver: inner.driver.clone(),
-                queue: queue.clone(),
-                client_id: inner.id.clone(),
-                max_workers: q.max_workers,
-                fetch_limit: cfg.fetch_limit,
-                poll_interval: cfg.poll_interval,
-                poll_only: self.poll_only(),
-                refresh_interval: cfg.queue_refresh_interval,
-                executor: Arc::clone(&executor),
-                handle: Arc::clone(&inner.queues[queue]),
-                in_flight: Arc::clone(&inner.in_flight),
-            };
+            let producer = Producer::new(
+                inner.driver.clone(),
+                queue.clone(),
+                q.max_workers,
+                producer_config.clone(),
+                Arc::clone(&executor),
+                Arc::clone(&inner.queues[queue]),
+                Arc::clone(&inner.in_flight),
+            );
             let service = Service::new();
             let (stop, kill) = (service.token(), kill.clone());
             service
@@ -382,26 +283,23 @@ impl<D: Driver> Client<D> {
             let kick = Arc::new(Notify::new());
             background.push(self.start_leadership(Arc::clone(&kick)).await?);
             if !self.poll_only() {
-                let notifier = Notifier {
-                    driver: inner.driver.clone(),
-                    schema: cfg.schema.clone(),
-                    router: NotificationRouter {
-                        queues: inner.queues.clone(),
-                        on_leadership: Some(Arc::new(move |_payload: &str| kick.notify_one())),
-                    },
-                };
+                let router = NotificationRouter::new(
+                    inner.queues.clone(),
+                    Some(Arc::new(move |_payload: &str| kick.notify_one())),
+                );
+                let notifier = Notifier::new(inner.driver.clone(), cfg.schema.clone(), router);
                 background.push(
                     spawn_supervised("notifier", backoff, move |stop| notifier.clone().run(stop))
                         .await,
                 );
             }
-            let heartbeat = Heartbeat {
-                driver: inner.driver.clone(),
-                schema: cfg.schema.clone(),
-                client_id: inner.id.clone(),
-                interval: cfg.heartbeat_interval,
-                in_flight: Arc::clone(&inner.in_flight),
-            };
+            let heartbeat = Heartbeat::new(
+                inner.driver.clone(),
+                cfg.schema.clone(),
+                inner.id.clone(),
+                cfg.heartbeat_interval,
+                Arc::clone(&inner.in_flight),
+            );
             background.push(
                 spawn_supervised("heartbeat", backoff, move |stop| {
                     heartbeat.clone().run(stop)
@@ -423,39 +321,31 @@ impl<D: Driver> Client<D> {
     async fn start_leadership(&self, kick: Arc<Notify>) -> Result<Service> {
         let inner = &self.inner;
         let cfg = &inner.config;
-        let (driver, schema) = (inner.driver.clone(), cfg.schema.clone());
-        let elector = Elector {
-            driver: driver.clone(),
-            schema: schema.clone(),
-            client_id: inner.id.clone(),
-            config: cfg.elector.clone(),
-            is_leader: Arc::clone(&inner.is_leader),
+        let elector = Elector::new(
+            inner.driver.clone(),
+            cfg.schema.clone(),
+            inner.id.clone(),
+            cfg.elector.clone(),
+            Arc::clone(&inner.is_leader),
             kick,
-        };
-        let leader = LeaderServices {
-            scheduler: JobScheduler::new(driver.clone(), schema.clone(), cfg.scheduler.clone())?,
-            rescuer: JobRescuer::new(driver.clone(), schema.clone(), cfg.rescuer.clone())?,
-            cleaner: JobCleaner::new(driver.clone(), schema.clone(), cfg.cleaner.clone())?,
-            queue_cleaner: QueueCleaner::new(
-                driver.clone(),
-                schema.clone(),
-                cfg.queue_cleaner.clone(),
-            )?,
-            periodic: PeriodicEnqueuer {
-                driver,
-                schema,
-                inserter: inner.inserter.clone(),
-                jobs: Arc::new(
-                    cfg.periodic_jobs
-                        .iter()
-                        .map(|p| (p.name().to_owned(), p.clone()))
-                        .collect(),
-                ),
-                interval: cfg.periodic_interval,
+        );
+        let maintainer = QueueMaintainer::new(
+            inner.driver.clone(),
+            cfg.schema.clone(),
+            QueueMaintainerConfig {
+                scheduler: cfg.scheduler.clone(),
+                rescuer: cfg.rescuer.clone(),
+                cleaner: cfg.cleaner.clone(),
+                queue_cleaner: cfg.queue_cleaner.clone(),
+                periodic: PeriodicEnqueuerConfig {
+                    interval: cfg.periodic_interval,
+                    jobs: cfg.periodic_jobs.clone(),
+                },
+                supervisor_backoff: cfg.supervisor_backoff,
             },
-            queues: inner.queues.clone(),
-            backoff: cfg.supervisor_backoff,
-        };
+            inner.inserter.clone(),
+            inner.queues.clone(),
+        )?;
         let is_leader = inner.is_leader.subscribe();
         let backoff = cfg.supervisor_backoff;
         let service = Service::new();
@@ -466,7 +356,7 @@ impl<D: Driver> Client<D> {
                     let stop = stop.clone();
                     move || elector.clone().run(stop.clone())
                 }));
-                leader.run_while_leader(is_leader, stop).await;
+                maintainer.run(is_leader, stop).await;
                 let _ = elector_task.await;
             })
             .await;
@@ -509,64 +399,6 @@ impl<D: Driver> Client<D> {
     /// True while this client is the leader of its schema.
     pub fn is_leader(&self) -> bool {
         *self.inner.is_leader.borrow()
-    }
-
-    /// The current leadership term, if any (possibly expired).
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn leader(&self) -> Result<Option<LeaderRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        conn.query_opt(&leader_get(self.schema())).await
-    }
-
-    /// Every periodic job registered in the schema, with its statistics.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn periodic_list(&self) -> Result<Vec<PeriodicRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        conn.query_as(&periodic_list(self.schema(), None)).await
-    }
-
-    /// One periodic job with its statistics, `None` if not registered.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn periodic_get(&self, name: &str) -> Result<Option<PeriodicRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        conn.query_opt(&periodic_list(self.schema(), Some(name)))
-            .await
-    }
-
-    /// Pauses a periodic job: its ticks are not enqueued until resumed (then the missed-ticks
-    /// policy applies). Returns false when no such periodic job is registered.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn periodic_pause(&self, name: &str) -> Result<bool> {
-        self.periodic_set_paused(name, true).await
-    }
-
-    /// Resumes a paused periodic job. Returns false when no such periodic job is registered.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn periodic_resume(&self, name: &str) -> Result<bool> {
-        self.periodic_set_paused(name, false).await
-    }
-
-    async fn periodic_set_paused(&self, name: &str, paused: bool) -> Result<bool> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let found: Option<QueueName> = conn
-            .query_opt(&periodic_set_paused(self.schema(), name, paused))
-            .await?;
-        Ok(found.is_some())
     }
 
     /// True when this client only polls: configured so, or the driver has no listener.
@@ -660,182 +492,5 @@ impl<D: Driver> Client<D> {
         if self.inner.inserter.notifies() {
             self.inner.post_commit.notify(queues);
         }
-    }
-
-    /// A job by id.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn job_get(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        conn.query_opt(&job_get_by_id(self.schema(), id)).await
-    }
-
-    /// A page of jobs, filtered; pass the page's `next_cursor` to [`JobListParams::after`] for the
-    /// next one.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn job_list(&self, params: &JobListParams) -> Result<JobListPage> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let jobs = conn.query_as(&job_list(self.schema(), params)).await?;
-        Ok(job_list_page(jobs, params))
-    }
-
-    /// Cancels a job from any process. A job not running (available, scheduled, pending,
-    /// retryable) is cancelled at once. A running job is marked and its client told (through the
-    /// control channel, or its next poll), which drops the job's work; the job then ends
-    /// `cancelled`, even if its worker returns an error. Final jobs are left alone. Returns the job
-    /// afterwards (still `running` while its client stops it), `None` if missing.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn job_cancel(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let mut tx = conn.begin().await?;
-        let error = json!({"attempt": 0, "error": "cancelled by an operator", "panic": false});
-        let job: Option<JobRow> = tx.query_opt(&job_cancel(self.schema(), id, error)).await?;
-        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Running) {
-            let msg = ControlMessage::Cancel {
-                job_id: j.id,
-                queue: j.queue.clone(),
-            };
-            tx.execute(&queue_control_notify(self.schema(), &json!(msg)))
-                .await?;
-        }
-        tx.commit().await?;
-        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Running)
-            && let Some(h) = self.inner.queues.get(&j.queue)
-        {
-            h.cancel_job(j.id);
-        }
-        Ok(job)
-    }
-
-    /// Moves a pending job to available now, or to scheduled when `at` is in the future; other
-    /// states are left alone. Returns the job afterwards, `None` if missing.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn job_release(
-        &self,
-        id: JobId,
-        at: Option<DateTime<Utc>>,
-    ) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let job: Option<JobRow> = conn
-            .query_opt(&job_release_pending(self.schema(), id, at))
-            .await?;
-        drop(conn);
-        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Available) {
-            self.announce([j.queue.clone()]);
-        }
-        Ok(job)
-    }
-
-    /// Every queue registered in the schema, by name, with job counts by state.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn queue_list(&self) -> Result<Vec<QueueRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        conn.query_as(&queue_list(self.schema(), None, 10_000))
-            .await
-    }
-
-    /// One queue with its job counts by state, `None` if no producer registered it yet.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn queue_get(&self, name: &str) -> Result<Option<QueueRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        conn.query_opt(&queue_list(self.schema(), Some(name), 1))
-            .await
-    }
-
-    /// Pauses a queue in every process (`*`: every queue): it fetches nothing more while its
-    /// running jobs finish. Persisted, so producers starting later start paused. Returns the
-    /// queues paused.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidName`](crate::Error::InvalidName) for a bad name; the database error.
-    pub async fn queue_pause(&self, queue: &str) -> Result<Vec<String>> {
-        self.queue_control(queue, true).await
-    }
-
-    /// Resumes a paused queue in every process (`*`: every queue). Returns the queues resumed.
-    ///
-    /// # Errors
-    ///
-    /// As [`Client::queue_pause`].
-    pub async fn queue_resume(&self, queue: &str) -> Result<Vec<String>> {
-        self.queue_control(queue, false).await
-    }
-
-    async fn queue_control(&self, queue: &str, pause: bool) -> Result<Vec<String>> {
-        if queue != "*" {
-            validate_name("queue", queue)?;
-        }
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let mut tx = conn.begin().await?;
-        let (stmt, msg) = if pause {
-            (
-                queue_pause(self.schema(), queue),
-                ControlMessage::Pause {
-                    queue: queue.to_owned(),
-                },
-            )
-        } else {
-            (
-                queue_resume(self.schema(), queue),
-                ControlMessage::Resume {
-                    queue: queue.to_owned(),
-                },
-            )
-        };
-        let names: Vec<QueueName> = tx.query_as(&stmt).await?;
-        tx.execute(&queue_control_notify(self.schema(), &json!(msg)))
-            .await?;
-        tx.commit().await?;
-        // This process's own producers need no round trip through the listener.
-        for (name, h) in &self.inner.queues {
-            if queue == "*" || name == queue {
-                h.set_paused(pause);
-            }
-        }
-        Ok(names.into_iter().map(|QueueName(n)| n).collect())
-    }
-
-    /// Makes a job that is not running available now, with one more attempt if it used them up.
-    /// Returns the job afterwards (unchanged if running), `None` if missing.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn job_retry(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let job: Option<JobRow> = conn.query_opt(&job_retry(self.schema(), id)).await?;
-        drop(conn);
-        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Available) {
-            self.announce([j.queue.clone()]);
-        }
-        Ok(job)
-    }
-
-    /// Deletes a job that is not running; returns it if it was deleted.
-    ///
-    /// # Errors
-    ///
-    /// The database error.
-    pub async fn job_delete(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        conn.query_opt(&job_delete(self.schema(), id)).await
     }
 }

@@ -8,9 +8,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
-use crate::driver::{Driver, Executor, FromRow, Row};
+use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
-use crate::query::{Query, job_notify_insert};
+use crate::query::{QueueCountRow, job_notify_insert, job_schedule};
 use crate::schema::Schema;
 
 /// Default [`JobSchedulerConfig::interval`].
@@ -55,20 +55,6 @@ impl JobSchedulerRunOnceResult {
     }
 }
 
-struct QueueCount {
-    queue: String,
-    num_jobs: i64,
-}
-
-impl FromRow for QueueCount {
-    fn from_row(mut row: Row) -> Result<Self> {
-        Ok(QueueCount {
-            queue: row.take("queue")?,
-            num_jobs: row.take("num_jobs")?,
-        })
-    }
-}
-
 /// Makes due scheduled and retryable jobs available, in bounded batches, looking ahead to its
 /// own next pass, and notifies the affected queues.
 #[derive(Debug, Clone)]
@@ -106,14 +92,10 @@ impl<D: Driver> JobScheduler<D> {
         let mut result = JobSchedulerRunOnceResult::default();
         let lookahead = TimeDelta::from_std(self.config.interval).unwrap_or(TimeDelta::zero());
         loop {
-            let stmt = self
-                .schema
-                .statement(Query::JobSchedule)
-                .bind(lookahead.num_microseconds().unwrap_or(i64::MAX))
-                .bind(i64::try_from(self.config.limit).unwrap_or(i64::MAX));
-            let counts: Vec<QueueCount> = tokio::time::timeout(QUERY_TIMEOUT, async {
+            let stmt = job_schedule(&self.schema, lookahead, self.config.limit);
+            let counts: Vec<QueueCountRow> = tokio::time::timeout(QUERY_TIMEOUT, async {
                 let mut conn = ConnectionLease::acquire(&self.driver).await?;
-                let counts: Vec<QueueCount> = conn.query_as(&stmt).await?;
+                let counts: Vec<QueueCountRow> = conn.query_as(&stmt).await?;
                 // Every client working these queues fetches now, not at its next poll.
                 let queues: Vec<String> = counts.iter().map(|c| c.queue.clone()).collect();
                 if !queues.is_empty() {

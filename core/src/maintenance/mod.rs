@@ -2,15 +2,19 @@
 //!
 //! Each service has the same skeleton: a config with documented defaults, `new` validating it, a
 //! loop around `run_once` (which tests call directly), and a failed pass that logs and continues.
-//! The scheduler, rescuer, cleaners and periodic enqueuer run only on the leader, each under the
-//! [supervisor](supervise), which restarts a service that panics.
+//! The scheduler, rescuer, cleaners and periodic enqueuer run only on the leader, started and
+//! stopped with each term by the queue maintainer, each under a supervisor that restarts a
+//! service that panics.
+//!
+//! A [`Client`](crate::Client) runs these services itself. They are public for tests and for
+//! running a pass by hand (`run_once`), e.g. from an operator's script.
 
 mod job_cleaner;
 mod job_rescuer;
 mod job_scheduler;
 mod periodic_enqueuer;
 mod queue_cleaner;
-mod supervisor;
+mod queue_maintainer;
 
 pub use job_cleaner::{
     DEFAULT_CANCELLED_RETENTION, DEFAULT_COMPLETED_RETENTION, DEFAULT_DISCARDED_RETENTION,
@@ -24,10 +28,8 @@ pub use job_scheduler::{
     DEFAULT_SCHEDULER_INTERVAL, DEFAULT_SCHEDULER_LIMIT, JobScheduler, JobSchedulerConfig,
     JobSchedulerRunOnceResult,
 };
-pub(crate) use periodic_enqueuer::PeriodicEnqueuer;
-pub use periodic_enqueuer::{DEFAULT_PERIODIC_INTERVAL, PeriodicEnqueuerRunOnceResult};
+pub(crate) use periodic_enqueuer::{DEFAULT_PERIODIC_INTERVAL, PeriodicEnqueuerConfig};
 pub use queue_cleaner::{
     DEFAULT_QUEUE_RETENTION, QueueCleaner, QueueCleanerConfig, QueueCleanerRunOnceResult,
 };
-pub use supervisor::DEFAULT_SUPERVISOR_BACKOFF;
-pub(crate) use supervisor::supervise;
+pub(crate) use queue_maintainer::{QueueMaintainer, QueueMaintainerConfig};

@@ -8,40 +8,83 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
-use crate::client::Inserter;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
 use crate::error::{Error, Result};
+use crate::inserter::Inserter;
 use crate::periodic::{MissedTicks, PeriodicJob};
 use crate::query::{
     DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_upsert,
 };
 use crate::schema::Schema;
 
-/// Default interval between periodic enqueuer passes.
-pub const DEFAULT_PERIODIC_INTERVAL: Duration = Duration::from_secs(1);
+/// Default [`PeriodicEnqueuerConfig::interval`].
+pub(crate) const DEFAULT_PERIODIC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Settings of the periodic enqueuer.
+#[derive(Debug, Clone)]
+pub(crate) struct PeriodicEnqueuerConfig {
+    /// Time between passes. Default 1 s.
+    pub(crate) interval: Duration,
+    /// The schedules this client registers and, while it leads, enqueues.
+    pub(crate) jobs: Vec<PeriodicJob>,
+}
 
 /// What one enqueuer pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct PeriodicEnqueuerRunOnceResult {
+pub(crate) struct PeriodicEnqueuerRunOnceResult {
     /// Jobs enqueued.
-    pub num_jobs_enqueued: usize,
+    pub(crate) num_jobs_enqueued: usize,
     /// Missed ticks skipped by [`MissedTicks::Skip`].
-    pub num_ticks_skipped: usize,
+    pub(crate) num_ticks_skipped: usize,
 }
 
 /// Registers the client's periodic jobs and enqueues their due ticks.
 #[derive(Clone)]
 pub(crate) struct PeriodicEnqueuer<D: Driver> {
-    pub(crate) driver: D,
-    pub(crate) schema: Schema,
-    pub(crate) inserter: Inserter,
-    pub(crate) jobs: Arc<HashMap<String, PeriodicJob>>,
-    pub(crate) interval: Duration,
+    driver: D,
+    schema: Schema,
+    inserter: Inserter,
+    jobs: Arc<HashMap<String, PeriodicJob>>,
+    interval: Duration,
 }
 
 impl<D: Driver> PeriodicEnqueuer<D> {
+    /// An enqueuer of `config.jobs` into `schema`, inserting through `inserter`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] for a zero interval or a schedule named twice.
+    pub(crate) fn new(
+        driver: D,
+        schema: Schema,
+        inserter: Inserter,
+        config: PeriodicEnqueuerConfig,
+    ) -> Result<Self> {
+        if config.interval.is_zero() {
+            return Err(Error::InvalidConfig(
+                "periodic_interval must be positive".into(),
+            ));
+        }
+        let mut jobs = HashMap::new();
+        for job in config.jobs {
+            let name = job.name().to_owned();
+            if jobs.insert(name.clone(), job).is_some() {
+                return Err(Error::InvalidConfig(format!(
+                    "periodic job {name:?} is defined twice"
+                )));
+            }
+        }
+        Ok(PeriodicEnqueuer {
+            driver,
+            schema,
+            inserter,
+            jobs: Arc::new(jobs),
+            interval: config.interval,
+        })
+    }
+
     /// Registers every schedule (keeping the next run of unchanged ones).
     pub(crate) async fn register(&self) -> Result<()> {
         if self.jobs.is_empty() {

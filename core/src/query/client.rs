@@ -1,7 +1,7 @@
 //! Queries of client liveness rows (`pgmill_client`).
 
+use crate::catalog::Query;
 use crate::driver::Statement;
-use crate::query::Query;
 use crate::schema::Schema;
 
 pub(crate) fn client_heartbeat(schema: &Schema, id: &str) -> Statement {

@@ -3,11 +3,12 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use super::micros;
+use crate::catalog::Query;
 use crate::driver::{CopyIn, Executor, FromRow, Row, Statement};
 use crate::error::Result;
 use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::InsertParams;
-use crate::query::Query;
 use crate::schema::Schema;
 
 pub(crate) fn job_insert_many(schema: &Schema, params: &[InsertParams]) -> Statement {
@@ -333,10 +334,6 @@ pub(crate) fn job_delete(schema: &Schema, id: JobId) -> Statement {
     schema.statement(Query::JobDelete).bind(id.0)
 }
 
-fn micros(d: TimeDelta) -> i64 {
-    d.num_microseconds().unwrap_or(i64::MAX)
-}
-
 /// One rescued job.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct RescuedRow {
@@ -418,13 +415,33 @@ pub(crate) fn job_delete_finalized(
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
-pub(crate) fn queue_delete_expired(
-    schema: &Schema,
-    retention: TimeDelta,
-    limit: usize,
-) -> Statement {
+pub(crate) fn job_notify_insert(schema: &Schema, queues: Vec<String>) -> Statement {
     schema
-        .statement(Query::QueueDeleteExpired)
-        .bind(micros(retention))
+        .statement(Query::JobNotifyInsert)
+        .bind(schema.channel(crate::notifier::TOPIC_INSERT))
+        .bind(queues)
+}
+
+/// Due scheduled and retryable jobs made available by one [`job_schedule`] batch, per queue.
+pub(crate) struct QueueCountRow {
+    pub(crate) queue: String,
+    pub(crate) num_jobs: i64,
+}
+
+impl FromRow for QueueCountRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(QueueCountRow {
+            queue: row.take("queue")?,
+            num_jobs: row.take("num_jobs")?,
+        })
+    }
+}
+
+/// One batch of the scheduler: up to `limit` scheduled and retryable jobs due within
+/// `lookahead` become available, keeping their `scheduled_at`.
+pub(crate) fn job_schedule(schema: &Schema, lookahead: TimeDelta, limit: usize) -> Statement {
+    schema
+        .statement(Query::JobSchedule)
+        .bind(micros(lookahead))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }

@@ -2,9 +2,10 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
+use super::micros;
+use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
-use crate::query::Query;
 use crate::schema::Schema;
 
 /// One leadership term: who leads, since when (which names the term), and until when.
@@ -27,10 +28,6 @@ impl FromRow for LeaderRow {
             expires_at: row.take("expires_at")?,
         })
     }
-}
-
-fn micros(d: TimeDelta) -> i64 {
-    d.num_microseconds().unwrap_or(i64::MAX)
 }
 
 pub(crate) fn leader_attempt_elect(schema: &Schema, id: &str, lease: TimeDelta) -> Statement {

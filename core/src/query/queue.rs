@@ -2,12 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 
+use super::micros;
+use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::{Error, Result};
 use crate::job::JobState;
-use crate::query::Query;
 use crate::schema::Schema;
 
 /// A queue, as registered by the producers working it, with its jobs counted by state.
@@ -104,9 +105,13 @@ pub(crate) fn queue_control_notify(schema: &Schema, message: &serde_json::Value)
         .bind(message.to_string())
 }
 
-pub(crate) fn job_notify_insert(schema: &Schema, queues: Vec<String>) -> Statement {
+pub(crate) fn queue_delete_expired(
+    schema: &Schema,
+    retention: TimeDelta,
+    limit: usize,
+) -> Statement {
     schema
-        .statement(Query::JobNotifyInsert)
-        .bind(schema.channel(crate::notifier::TOPIC_INSERT))
-        .bind(queues)
+        .statement(Query::QueueDeleteExpired)
+        .bind(micros(retention))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }

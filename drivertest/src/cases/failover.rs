@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use pgmill::{InsertParams, JobRescuerConfig, JobState};
+use pgmill::maintenance::JobRescuerConfig;
+use pgmill::{InsertParams, JobState};
 
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::testdb::Cluster;

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use pgmill::driver::Executor;
-use pgmill::{InsertOpts, InsertParams, JobScheduler, JobSchedulerConfig, JobState};
+use pgmill::maintenance::{JobScheduler, JobSchedulerConfig};
+use pgmill::{InsertOpts, InsertParams, JobState};
 
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, TestContext};

@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use pgmill::driver::Executor;
-use pgmill::{
-    Client, InsertOpts, JobCleaner, JobCleanerConfig, JobRescuer, JobRescuerConfig, JobState,
-    QueueCleaner, QueueCleanerConfig,
+use pgmill::maintenance::{
+    JobCleaner, JobCleanerConfig, JobRescuer, JobRescuerConfig, QueueCleaner, QueueCleanerConfig,
 };
+use pgmill::{Client, InsertOpts, JobState};
 
 use crate::doomed::DoomedProcess;
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};

@@ -1,0 +1,112 @@
+//! The catalog of engine queries: one [`Query`] per SQL file under `core/sql/`, loaded with
+//! `include_str!`. [`Schema`](crate::Schema) renders every template into its schema once; the
+//! functions in `query/` bind their parameters.
+
+macro_rules! queries {
+    ($($variant:ident => $file:literal,)*) => {
+        /// One SQL statement of `core/sql/`, by file.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Query {
+            $($variant,)*
+        }
+
+        impl Query {
+            /// Every query, in declaration order (the order of [`Query`]'s discriminants).
+            pub(crate) const ALL: &'static [Query] = &[$(Query::$variant,)*];
+
+            /// The SQL template, with the schema marker still in it.
+            pub(crate) fn template(self) -> &'static str {
+                match self {
+                    $(Query::$variant => include_str!(concat!("../sql/", $file)),)*
+                }
+            }
+        }
+    };
+}
+
+queries! {
+    ClientDelete => "client/client_delete.sql",
+    ClientHeartbeat => "client/client_heartbeat.sql",
+    ClientRegister => "client/client_register.sql",
+    JobDeleteFinalized => "job/job_delete_finalized.sql",
+    JobGetRunningClients => "job/job_get_running_clients.sql",
+    JobReassertRunning => "job/job_reassert_running.sql",
+    JobReleaseOrphaned => "job/job_release_orphaned.sql",
+    JobRescue => "job/job_rescue.sql",
+    LeaderAttemptElect => "leader/leader_attempt_elect.sql",
+    LeaderAttemptReelect => "leader/leader_attempt_reelect.sql",
+    LeaderGet => "leader/leader_get.sql",
+    LeaderResign => "leader/leader_resign.sql",
+    PeriodicAdvance => "periodic/periodic_advance.sql",
+    PeriodicDbNow => "periodic/periodic_db_now.sql",
+    PeriodicGetDue => "periodic/periodic_get_due.sql",
+    PeriodicList => "periodic/periodic_list.sql",
+    PeriodicSetPaused => "periodic/periodic_set_paused.sql",
+    PeriodicUpsert => "periodic/periodic_upsert.sql",
+    QueueDeleteExpired => "queue/queue_delete_expired.sql",
+    JobCancel => "job/job_cancel.sql",
+    JobCopyAvailable => "job/job_copy_available.sql",
+    JobCopyAvailablePlain => "job/job_copy_available_plain.sql",
+    JobDelete => "job/job_delete.sql",
+    JobGetAvailable => "job/job_get_available.sql",
+    JobGetCancelRequested => "job/job_get_cancel_requested.sql",
+    JobGetById => "job/job_get_by_id.sql",
+    JobInsertMany => "job/job_insert_many.sql",
+    JobInsertOne => "job/job_insert_one.sql",
+    JobList => "job/job_list.sql",
+    JobNotifyInsert => "job/job_notify_insert.sql",
+    JobReleasePending => "job/job_release_pending.sql",
+    JobRetry => "job/job_retry.sql",
+    JobSchedule => "job/job_schedule.sql",
+    JobSetCompletedMany => "job/job_set_completed_many.sql",
+    JobSetStateIfRunningMany => "job/job_set_state_if_running_many.sql",
+    QueueControlNotify => "queue/queue_control_notify.sql",
+    QueueList => "queue/queue_list.sql",
+    QueuePause => "queue/queue_pause.sql",
+    QueueResume => "queue/queue_resume.sql",
+    QueueUpsert => "queue/queue_upsert.sql",
+    MigrationDelete => "migration/migration_delete.sql",
+    MigrationGetAll => "migration/migration_get_all.sql",
+    MigrationInsert => "migration/migration_insert.sql",
+    MigrationLock => "migration/migration_lock.sql",
+    MigrationTableExists => "migration/migration_table_exists.sql",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discriminants_follow_declaration_order() {
+        for (i, q) in Query::ALL.iter().enumerate() {
+            assert_eq!(*q as usize, i);
+        }
+    }
+
+    #[test]
+    fn every_sql_file_is_in_the_catalog_and_documents_its_parameters() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sql");
+        let mut files = Vec::new();
+        for area in std::fs::read_dir(&root).unwrap() {
+            for f in std::fs::read_dir(area.unwrap().path()).unwrap() {
+                files.push(f.unwrap().path());
+            }
+        }
+        assert_eq!(files.len(), Query::ALL.len(), "files: {files:?}");
+        for q in Query::ALL {
+            let sql = q.template();
+            for n in 1..=20 {
+                let placeholder = format!("${n}");
+                let used = sql.match_indices(&placeholder).any(|(i, _)| {
+                    !sql[i + placeholder.len()..].starts_with(|c: char| c.is_ascii_digit())
+                });
+                if used {
+                    assert!(
+                        sql.contains(&format!("-- {placeholder}:")),
+                        "{q:?} does not document {placeholder}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The operator API: look at and act on jobs, queues, periodic schedules and leadership, from any
+//! process (the CLI and the dashboard use it too). None of it needs a started client.
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+
+use super::Client;
+use crate::connection_lease::ConnectionLease;
+use crate::driver::{Driver, Executor, Transaction};
+use crate::error::Result;
+use crate::ident::validate_name;
+use crate::job::{JobId, JobRow, JobState};
+use crate::notifier::ControlMessage;
+use crate::query::{
+    JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueRow, job_cancel,
+    job_delete, job_get_by_id, job_list, job_list_page, job_release_pending, job_retry, leader_get,
+    periodic_list, periodic_set_paused, queue_control_notify, queue_list, queue_pause,
+    queue_resume,
+};
+
+impl<D: Driver> Client<D> {
+    /// The current leadership term, if any (possibly expired).
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn leader(&self) -> Result<Option<LeaderRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_opt(&leader_get(self.schema())).await
+    }
+
+    /// Every periodic job registered in the schema, with its statistics.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn periodic_list(&self) -> Result<Vec<PeriodicRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_as(&periodic_list(self.schema(), None)).await
+    }
+
+    /// One periodic job with its statistics, `None` if not registered.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn periodic_get(&self, name: &str) -> Result<Option<PeriodicRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_opt(&periodic_list(self.schema(), Some(name)))
+            .await
+    }
+
+    /// Pauses a periodic job: its ticks are not enqueued until resumed (then the missed-ticks
+    /// policy applies). Returns false when no such periodic job is registered.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn periodic_pause(&self, name: &str) -> Result<bool> {
+        self.periodic_set_paused(name, true).await
+    }
+
+    /// Resumes a paused periodic job. Returns false when no such periodic job is registered.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn periodic_resume(&self, name: &str) -> Result<bool> {
+        self.periodic_set_paused(name, false).await
+    }
+
+    async fn periodic_set_paused(&self, name: &str, paused: bool) -> Result<bool> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let found: Option<QueueName> = conn
+            .query_opt(&periodic_set_paused(self.schema(), name, paused))
+            .await?;
+        Ok(found.is_some())
+    }
+
+    /// A job by id.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn job_get(&self, id: JobId) -> Result<Option<JobRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_opt(&job_get_by_id(self.schema(), id)).await
+    }
+
+    /// A page of jobs, filtered; pass the page's `next_cursor` to [`JobListParams::after`] for the
+    /// next one.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn job_list(&self, params: &JobListParams) -> Result<JobListPage> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let jobs = conn.query_as(&job_list(self.schema(), params)).await?;
+        Ok(job_list_page(jobs, params))
+    }
+
+    /// Cancels a job from any process. A job not running (available, scheduled, pending,
+    /// retryable) is cancelled at once. A running job is marked and its client told (through the
+    /// control channel, or its next poll), which drops the job's work; the job then ends
+    /// `cancelled`, even if its worker returns an error. Final jobs are left alone. Returns the job
+    /// afterwards (still `running` while its client stops it), `None` if missing.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn job_cancel(&self, id: JobId) -> Result<Option<JobRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut tx = conn.begin().await?;
+        let error = json!({"attempt": 0, "error": "cancelled by an operator", "panic": false});
+        let job: Option<JobRow> = tx.query_opt(&job_cancel(self.schema(), id, error)).await?;
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Running) {
+            let msg = ControlMessage::Cancel {
+                job_id: j.id,
+                queue: j.queue.clone(),
+            };
+            tx.execute(&queue_control_notify(self.schema(), &json!(msg)))
+                .await?;
+        }
+        tx.commit().await?;
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Running)
+            && let Some(h) = self.inner.queues.get(&j.queue)
+        {
+            h.cancel_job(j.id);
+        }
+        Ok(job)
+    }
+
+    /// Moves a pending job to available now, or to scheduled when `at` is in the future; other
+    /// states are left alone. Returns the job afterwards, `None` if missing.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn job_release(
+        &self,
+        id: JobId,
+        at: Option<DateTime<Utc>>,
+    ) -> Result<Option<JobRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let job: Option<JobRow> = conn
+            .query_opt(&job_release_pending(self.schema(), id, at))
+            .await?;
+        drop(conn);
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Available) {
+            self.announce([j.queue.clone()]);
+        }
+        Ok(job)
+    }
+
+    /// Every queue registered in the schema, by name, with job counts by state.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn queue_list(&self) -> Result<Vec<QueueRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_as(&queue_list(self.schema(), None, 10_000))
+            .await
+    }
+
+    /// One queue with its job counts by state, `None` if no producer registered it yet.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn queue_get(&self, name: &str) -> Result<Option<QueueRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_opt(&queue_list(self.schema(), Some(name), 1))
+            .await
+    }
+
+    /// Pauses a queue in every process (`*`: every queue): it fetches nothing more while its
+    /// running jobs finish. Persisted, so producers starting later start paused. Returns the
+    /// queues paused.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for a bad name; the database error.
+    pub async fn queue_pause(&self, queue: &str) -> Result<Vec<String>> {
+        self.queue_control(queue, true).await
+    }
+
+    /// Resumes a paused queue in every process (`*`: every queue). Returns the queues resumed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::queue_pause`].
+    pub async fn queue_resume(&self, queue: &str) -> Result<Vec<String>> {
+        self.queue_control(queue, false).await
+    }
+
+    async fn queue_control(&self, queue: &str, pause: bool) -> Result<Vec<String>> {
+        if queue != "*" {
+            validate_name("queue", queue)?;
+        }
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut tx = conn.begin().await?;
+        let (stmt, msg) = if pause {
+            (
+                queue_pause(self.schema(), queue),
+                ControlMessage::Pause {
+                    queue: queue.to_owned(),
+                },
+            )
+        } else {
+            (
+                queue_resume(self.schema(), queue),
+                ControlMessage::Resume {
+                    queue: queue.to_owned(),
+                },
+            )
+        };
+        let names: Vec<QueueName> = tx.query_as(&stmt).await?;
+        tx.execute(&queue_control_notify(self.schema(), &json!(msg)))
+            .await?;
+        tx.commit().await?;
+        // This process's own producers need no round trip through the listener.
+        for (name, h) in &self.inner.queues {
+            if queue == "*" || name == queue {
+                h.set_paused(pause);
+            }
+        }
+        Ok(names.into_iter().map(|QueueName(n)| n).collect())
+    }
+
+    /// Makes a job that is not running available now, with one more attempt if it used them up.
+    /// Returns the job afterwards (unchanged if running), `None` if missing.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn job_retry(&self, id: JobId) -> Result<Option<JobRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let job: Option<JobRow> = conn.query_opt(&job_retry(self.schema(), id)).await?;
+        drop(conn);
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Available) {
+            self.announce([j.queue.clone()]);
+        }
+        Ok(job)
+    }
+
+    /// Deletes a job that is not running; returns it if it was deleted.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn job_delete(&self, id: JobId) -> Result<Option<JobRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_opt(&job_delete(self.schema(), id)).await
+    }
+}

@@ -1,0 +1,124 @@
+//! The queue maintainer: runs the maintenance services during each term this client leads.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::job_cleaner::{JobCleaner, JobCleanerConfig};
+use super::job_rescuer::{JobRescuer, JobRescuerConfig};
+use super::job_scheduler::{JobScheduler, JobSchedulerConfig};
+use super::periodic_enqueuer::{PeriodicEnqueuer, PeriodicEnqueuerConfig};
+use super::queue_cleaner::{QueueCleaner, QueueCleanerConfig};
+use crate::driver::Driver;
+use crate::error::Result;
+use crate::inserter::Inserter;
+use crate::queue_handle::QueueHandle;
+use crate::schema::Schema;
+use crate::service::supervise;
+
+/// The settings of every leader-only service.
+#[derive(Debug, Clone)]
+pub(crate) struct QueueMaintainerConfig {
+    pub(crate) scheduler: JobSchedulerConfig,
+    pub(crate) rescuer: JobRescuerConfig,
+    pub(crate) cleaner: JobCleanerConfig,
+    pub(crate) queue_cleaner: QueueCleanerConfig,
+    pub(crate) periodic: PeriodicEnqueuerConfig,
+    /// Time before a failed service is restarted.
+    pub(crate) supervisor_backoff: Duration,
+}
+
+/// The services that run only while this client leads: scheduler, rescuer, cleaners and the
+/// periodic enqueuer, each under a supervisor.
+pub(crate) struct QueueMaintainer<D: Driver> {
+    scheduler: JobScheduler<D>,
+    rescuer: JobRescuer<D>,
+    cleaner: JobCleaner<D>,
+    queue_cleaner: QueueCleaner<D>,
+    periodic: PeriodicEnqueuer<D>,
+    /// The client's queues, woken when the scheduler makes jobs of theirs available.
+    queues: HashMap<String, Arc<QueueHandle>>,
+    backoff: Duration,
+}
+
+impl<D: Driver> QueueMaintainer<D> {
+    /// Builds every service for `schema`; periodic jobs are inserted through `inserter`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for a service's bad settings.
+    pub(crate) fn new(
+        driver: D,
+        schema: Schema,
+        config: QueueMaintainerConfig,
+        inserter: Inserter,
+        queues: HashMap<String, Arc<QueueHandle>>,
+    ) -> Result<Self> {
+        Ok(QueueMaintainer {
+            scheduler: JobScheduler::new(driver.clone(), schema.clone(), config.scheduler)?,
+            rescuer: JobRescuer::new(driver.clone(), schema.clone(), config.rescuer)?,
+            cleaner: JobCleaner::new(driver.clone(), schema.clone(), config.cleaner)?,
+            queue_cleaner: QueueCleaner::new(driver.clone(), schema.clone(), config.queue_cleaner)?,
+            periodic: PeriodicEnqueuer::new(driver, schema, inserter, config.periodic)?,
+            queues,
+            backoff: config.supervisor_backoff,
+        })
+    }
+
+    /// Runs the services during each term this client leads, until `stop`.
+    pub(crate) async fn run(self, mut is_leader: watch::Receiver<bool>, stop: CancellationToken) {
+        loop {
+            while !*is_leader.borrow_and_update() {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    changed = is_leader.changed() => if changed.is_err() { return },
+                }
+            }
+            let term = stop.child_token();
+            let mut tasks = tokio::task::JoinSet::new();
+            let b = self.backoff;
+            let (scheduler, queues) = (self.scheduler.clone(), self.queues.clone());
+            let t = term.clone();
+            tasks.spawn(supervise("job_scheduler", b, t.clone(), move || {
+                let queues = queues.clone();
+                scheduler.clone().run(t.clone(), move |r| {
+                    for queue in r.num_jobs_by_queue.keys() {
+                        if let Some(h) = queues.get(queue) {
+                            h.wake();
+                        }
+                    }
+                })
+            }));
+            let (rescuer, t) = (self.rescuer.clone(), term.clone());
+            tasks.spawn(supervise("job_rescuer", b, t.clone(), move || {
+                rescuer.clone().run(t.clone())
+            }));
+            let (cleaner, t) = (self.cleaner.clone(), term.clone());
+            tasks.spawn(supervise("job_cleaner", b, t.clone(), move || {
+                cleaner.clone().run(t.clone())
+            }));
+            let (queue_cleaner, t) = (self.queue_cleaner.clone(), term.clone());
+            tasks.spawn(supervise("queue_cleaner", b, t.clone(), move || {
+                queue_cleaner.clone().run(t.clone())
+            }));
+            let (periodic, t) = (self.periodic.clone(), term.clone());
+            tasks.spawn(supervise("periodic_enqueuer", b, t.clone(), move || {
+                periodic.clone().run(t.clone())
+            }));
+            while *is_leader.borrow_and_update() {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    changed = is_leader.changed() => if changed.is_err() { break },
+                }
+            }
+            term.cancel();
+            while tasks.join_next().await.is_some() {}
+            if stop.is_cancelled() {
+                return;
+            }
+        }
+    }
+}
