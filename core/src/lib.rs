@@ -68,6 +68,12 @@
 //! with jitter); [`PeriodicJob`]s are durable cron or interval schedules; [`Client::subscribe`]
 //! streams [`Event`]s; queues can be paused and running jobs cancelled from any process.
 //!
+//! # Modules
+//!
+//! The crate root holds the types an application uses. Besides it: [`prelude`] (the names every
+//! worker file needs), [`maintenance`] (the leader's services, for running a pass by hand) and
+//! [`driver`] (the seam driver crates implement; not for applications).
+//!
 //! # Schema
 //!
 //! pgmill's tables live in one schema (default `public`), named through [`Schema`], and are
