@@ -26,13 +26,12 @@ pub(crate) enum QueueCommand {
 }
 
 /// The states shown as columns of `queue list`, in order.
-const COUNTED: [JobState; 6] = [
+const COUNTED: [JobState; 5] = [
     JobState::Available,
     JobState::Scheduled,
+    JobState::Pending,
     JobState::Running,
     JobState::Retryable,
-    JobState::Completed,
-    JobState::Discarded,
 ];
 
 /// Runs one `queue` subcommand.
@@ -79,8 +78,7 @@ fn list_output(queues: &[QueueRow], json: bool) -> Output {
     }
     let mut headers = vec!["QUEUE".to_owned(), "PAUSED".to_owned()];
     headers.extend(COUNTED.iter().map(|s| s.as_str().to_uppercase()));
-    headers.push("CANCELLED".to_owned());
-    let mut table = Table::new(headers).right_align(2..=COUNTED.len() + 2);
+    let mut table = Table::new(headers).right_align(2..=COUNTED.len() + 1);
     for q in queues {
         let mut row = vec![
             q.name.clone(),
@@ -88,7 +86,6 @@ fn list_output(queues: &[QueueRow], json: bool) -> Output {
         ];
         let count = |s: JobState| q.counts.get(&s).copied().unwrap_or(0).to_string();
         row.extend(COUNTED.iter().map(|s| count(*s)));
-        row.push(count(JobState::Cancelled));
         table.row(row);
     }
     if table.is_empty() {

@@ -70,6 +70,7 @@ macro_rules! conformance_suite {
             }
             client_control {
                 queues_are_registered_and_listed_with_counts,
+                queue_counts_cover_live_states_and_leave_finished_jobs_out,
                 pause_stops_fetching_and_resume_restarts, pause_all_and_start_paused,
                 running_jobs_finish_while_paused, cancel_a_running_job_from_another_process,
                 cancelled_job_that_errors_ends_cancelled, pending_jobs_run_only_when_released,

@@ -7,11 +7,20 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::micros;
 use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::job::JobState;
 use crate::schema::Schema;
 
-/// A queue, as registered by the producers working it, with its jobs counted by state.
+/// The states [`QueueRow::counts`] counts: every state a job is in before it finishes.
+pub(crate) const LIVE_STATES: [JobState; 5] = [
+    JobState::Available,
+    JobState::Scheduled,
+    JobState::Pending,
+    JobState::Running,
+    JobState::Retryable,
+];
+
+/// A queue, as registered by the producers working it, with its live jobs counted by state.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct QueueRow {
@@ -25,25 +34,21 @@ pub struct QueueRow {
     pub paused_at: Option<DateTime<Utc>>,
     /// Free-form metadata.
     pub metadata: serde_json::Value,
-    /// How many of its jobs are in each state (states with none are absent).
+    /// How many of its jobs are in each live state (available, scheduled, pending, running,
+    /// retryable), every one of them present, zero when none. Finished jobs
+    /// (completed, cancelled, discarded) are not counted: each count is one range of the job
+    /// table's `(state, queue)` index, so reading them costs as much as the queue is deep, however
+    /// many finished jobs the table keeps. List those with
+    /// [`Client::job_list`](crate::Client::job_list).
     pub counts: BTreeMap<JobState, i64>,
 }
 
 impl FromRow for QueueRow {
     fn from_row(mut row: Row) -> Result<Self> {
-        let counts: serde_json::Value = row.take("counts")?;
-        let counts = counts
-            .as_object()
-            .ok_or_else(|| Error::decode("queue counts", "not a JSON object"))?
-            .iter()
-            .map(|(state, n)| {
-                Ok((
-                    state.parse::<JobState>()?,
-                    n.as_i64()
-                        .ok_or_else(|| Error::decode("queue counts", "count is not an integer"))?,
-                ))
-            })
-            .collect::<Result<_>>()?;
+        let mut counts = BTreeMap::new();
+        for state in LIVE_STATES {
+            counts.insert(state, row.take::<i64>(state.as_str())?);
+        }
         Ok(QueueRow {
             name: row.take("name")?,
             created_at: row.take("created_at")?,

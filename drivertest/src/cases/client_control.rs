@@ -44,9 +44,63 @@ pub async fn queues_are_registered_and_listed_with_counts<H: Harness>() {
     assert_eq!(names, ["alpha", "beta"]);
     let beta = client.queue_get("beta").await.unwrap().unwrap();
     assert_eq!(beta.counts[&JobState::Pending], 1);
-    assert_eq!(beta.counts[&JobState::Completed], 1);
+    assert_eq!(beta.counts[&JobState::Available], 0);
     assert!(beta.paused_at.is_none());
     assert!(client.queue_get("gamma").await.unwrap().is_none());
+}
+
+/// A queue's counts give every live state, exactly, and leave finished jobs out, whatever the
+/// table holds for other queues.
+pub async fn queue_counts_cover_live_states_and_leave_finished_jobs_out<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let operator = test_client(&ctx).build().unwrap();
+    // Registers both queues (a pause upserts the queue's row), then runs them again.
+    operator.queue_pause("mail").await.unwrap();
+    operator.queue_pause("other").await.unwrap();
+    operator.queue_resume("*").await.unwrap();
+    let mut rows = Vec::new();
+    for (state, n) in [
+        ("available", 3),
+        ("scheduled", 2),
+        ("pending", 4),
+        ("running", 1),
+        ("retryable", 5),
+        ("completed", 7),
+        ("cancelled", 1),
+        ("discarded", 2),
+    ] {
+        let finalized = if ["completed", "cancelled", "discarded"].contains(&state) {
+            "now()"
+        } else {
+            "NULL"
+        };
+        for _ in 0..n {
+            rows.push(format!(
+                "('mail', 'task', '{state}', {finalized}), ('other', 'task', 'available', NULL)"
+            ));
+        }
+    }
+    ctx.script(&ctx.schema.render(&format!(
+        "INSERT INTO {{schema}}.pgmill_job (queue, kind, state, finalized_at) VALUES {}",
+        rows.join(", ")
+    )))
+    .await;
+    let mail = operator.queue_get("mail").await.unwrap().unwrap();
+    let counts: Vec<(JobState, i64)> = mail.counts.into_iter().collect();
+    assert_eq!(
+        counts,
+        [
+            (JobState::Available, 3),
+            (JobState::Scheduled, 2),
+            (JobState::Pending, 4),
+            (JobState::Running, 1),
+            (JobState::Retryable, 5),
+        ]
+    );
+    let listed = operator.queue_list().await.unwrap();
+    let other = listed.iter().find(|q| q.name == "other").unwrap();
+    assert_eq!(other.counts[&JobState::Available], 25);
+    assert_eq!(other.counts[&JobState::Running], 0);
 }
 
 /// A paused queue fetches nothing while running jobs finish; resume starts it again.
