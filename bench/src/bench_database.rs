@@ -219,6 +219,28 @@ impl BenchDatabase {
         Ok(())
     }
 
+    /// The database's WAL insert position and transaction id counter now. Reading the counter
+    /// takes a transaction id of its own, which [`DbCost::between`](crate::bench_result::DbCost)
+    /// leaves out.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub(crate) async fn mark(&self) -> Result<DbMark, BenchError> {
+        let row = self
+            .admin
+            .query_one(
+                "SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint AS wal, \
+                 txid_current() AS xid",
+                &[],
+            )
+            .await?;
+        Ok(DbMark {
+            wal_bytes: row.try_get(0)?,
+            xid: row.try_get(1)?,
+        })
+    }
+
     /// Forces a checkpoint, so that no checkpoint triggered by earlier runs' WAL (a 1,000,000-row
     /// preload writes several hundred MB) writes and syncs in the background of the next measured
     /// run. Without the privilege (superuser or `pg_checkpoint`) this does nothing.
@@ -299,6 +321,15 @@ impl BenchDatabase {
             first_attempt: get(5),
         })
     }
+}
+
+/// Where the database's WAL and transaction counter stood at one moment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DbMark {
+    /// Bytes of WAL inserted since the cluster began.
+    pub(crate) wal_bytes: i64,
+    /// The next transaction id (`txid_current()` of a fresh transaction).
+    pub(crate) xid: i64,
 }
 
 /// Counts of the benchmark jobs in a schema.

@@ -1,5 +1,5 @@
-//! What runs the workloads (pgmill on a driver, or the floor), and how one run is measured and
-//! checked.
+//! What runs the workloads (pgmill on a driver, or the hand-written ceiling), and how one run is
+//! measured and checked.
 
 use std::sync::Arc;
 
@@ -9,9 +9,9 @@ use crate::bench_database::BenchDatabase;
 use crate::bench_error::BenchError;
 use crate::bench_result::Measurement;
 use crate::execution_ledger::ExecutionLedger;
-use crate::workload::{BenchOptions, Workload};
+use crate::workload::{BenchOptions, Scenario, Workload};
 
-/// What one contender's run of one workload produced.
+/// What one contender's run of one scenario produced.
 #[derive(Debug)]
 pub(crate) struct Run {
     /// The measurement.
@@ -30,28 +30,33 @@ impl Run {
     }
 }
 
-/// Something that runs the workloads: pgmill on a driver, or the floor.
+/// Something that runs the workloads: pgmill on a driver, or a hand-written reference.
+///
+/// Another way to claim jobs (a claim mode) joins the benchmark as one more contender: a type
+/// implementing this trait, named in results by [`Contender::name`], run next to the others in
+/// [`crate::run`].
 pub(crate) trait Contender {
     /// The name in results.
     fn name(&self) -> &'static str;
 
-    /// Runs `workload` in `schema` (fresh and migrated) and measures it.
+    /// Runs `scenario` in `schema` (fresh and migrated) and measures it.
     async fn run(
         &self,
-        workload: Workload,
+        scenario: &Scenario,
         schema: &Schema,
         opts: &BenchOptions,
     ) -> Result<Run, BenchError>;
 }
 
-/// Runs one workload for one contender in a fresh schema: preload (w3), a checkpoint, the run,
+/// Runs one scenario for one contender in a fresh schema: preload (w3), a checkpoint, the run,
 /// exactly-once checks, and the schema dropped whatever happened.
 pub(crate) async fn measure(
     db: &BenchDatabase,
     contender: &impl Contender,
-    workload: Workload,
+    scenario: &Scenario,
     opts: &BenchOptions,
 ) -> Result<Measurement, BenchError> {
+    let workload = scenario.workload;
     let schema = db.fresh_schema().await?;
     let measured = async {
         if workload == Workload::W3Work && opts.preload_completed > 0 {
@@ -59,26 +64,23 @@ pub(crate) async fn measure(
                 .await?;
         }
         db.checkpoint().await;
-        let run = contender.run(workload, &schema, opts).await?;
-        let expected = workload.jobs(opts);
-        let checked = match workload {
-            Workload::W1InsertBulk | Workload::W2InsertSingle => {
-                db.verify_inserted(&schema, expected).await
+        let run = contender.run(scenario, &schema, opts).await?;
+        let expected = scenario.jobs;
+        let checked = if workload.works() {
+            let ledger = run
+                .ledger
+                .as_ref()
+                .map_or(Err("no execution counts".to_owned()), |l| l.check());
+            match ledger {
+                Ok(()) => db.verify_completed(&schema, expected).await,
+                Err(e) => Err(BenchError::new(e)),
             }
-            Workload::W3Work | Workload::W4Latency => {
-                let ledger = run
-                    .ledger
-                    .as_ref()
-                    .map_or(Err("no execution counts".to_owned()), |l| l.check());
-                match ledger {
-                    Ok(()) => db.verify_completed(&schema, expected).await,
-                    Err(e) => Err(BenchError::new(e)),
-                }
-            }
+        } else {
+            db.verify_inserted(&schema, expected).await
         };
         checked.map_err(|e| {
             BenchError::new(format!(
-                "exactly-once check failed for {} {workload}: {e}",
+                "exactly-once check failed for {} {scenario}: {e}",
                 contender.name()
             ))
         })?;

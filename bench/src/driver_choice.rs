@@ -10,7 +10,8 @@ use crate::bench_error::BenchError;
 use crate::bench_result::Measurement;
 use crate::contender::measure;
 use crate::engine_bench::EngineBench;
-use crate::workload::{BenchOptions, Workload};
+use crate::host_insert::HostInsert;
+use crate::workload::{BenchOptions, Scenario};
 
 /// Connections in each driver's pool (sqlx's default).
 pub(crate) const ENGINE_POOL_SIZE: u32 = 10;
@@ -66,11 +67,11 @@ impl BenchDriver {
     }
 }
 
-/// Connects `driver`, measures `workload` on it, and closes its pool.
+/// Connects `driver`, measures `scenario` on it, and closes its pool.
 pub(crate) async fn measure_driver(
     db: &BenchDatabase,
     driver: BenchDriver,
-    workload: Workload,
+    scenario: &Scenario,
     opts: &BenchOptions,
 ) -> Result<Measurement, BenchError> {
     let url = db.url();
@@ -85,7 +86,7 @@ pub(crate) async fn measure_driver(
             let d = SqlxDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
+            let figure = measure(db, &engine(db, driver, d.clone()), scenario, opts).await;
             d.pool().close().await;
             figure
         }
@@ -93,7 +94,7 @@ pub(crate) async fn measure_driver(
             let d = TokioPostgresDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
+            let figure = measure(db, &engine(db, driver, d.clone()), scenario, opts).await;
             d.pool().close();
             figure
         }
@@ -101,16 +102,17 @@ pub(crate) async fn measure_driver(
             let d = DieselDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(driver, d.clone()), workload, opts).await;
+            let figure = measure(db, &engine(db, driver, d.clone()), scenario, opts).await;
             d.pool().close();
             figure
         }
     }
 }
 
-fn engine<D: pgmill::driver::Driver>(choice: BenchDriver, driver: D) -> EngineBench<D> {
+fn engine<D: HostInsert>(db: &BenchDatabase, choice: BenchDriver, driver: D) -> EngineBench<'_, D> {
     EngineBench {
         name: choice.name(),
         driver,
+        db,
     }
 }

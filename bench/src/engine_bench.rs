@@ -5,46 +5,53 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use pgmill::driver::Driver;
 use pgmill::{Client, InsertParams, JobId, Schema};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::bench_database::BenchDatabase;
 use crate::bench_error::BenchError;
 use crate::bench_job::{BenchJob, BenchWorker};
 use crate::bench_result::Measurement;
 use crate::execution_ledger::ExecutionLedger;
+use crate::host_insert::HostInsert;
 use crate::progress::Progress;
 use crate::stopwatch::Stopwatch;
 use crate::{
-    BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Workload,
+    BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Scenario,
+    Workload,
 };
 
 /// pgmill on one driver.
 #[derive(Debug, Clone)]
-pub(crate) struct EngineBench<D: Driver> {
+pub(crate) struct EngineBench<'a, D: HostInsert> {
     /// The driver's name in results.
     pub(crate) name: &'static str,
     /// The driver, connected.
     pub(crate) driver: D,
+    /// The database (for the cost marks of each measured phase).
+    pub(crate) db: &'a BenchDatabase,
 }
 
-impl<D: Driver> Contender for EngineBench<D> {
+impl<D: HostInsert> Contender for EngineBench<'_, D> {
     fn name(&self) -> &'static str {
         self.name
     }
 
     async fn run(
         &self,
-        workload: Workload,
+        scenario: &Scenario,
         schema: &Schema,
         opts: &BenchOptions,
     ) -> Result<Run, BenchError> {
-        match workload {
-            Workload::W1InsertBulk => self.insert_bulk(schema, opts.n).await,
-            Workload::W2InsertSingle => self.insert_single(schema, workload.jobs(opts)).await,
-            Workload::W3Work => self.work(schema, opts).await,
-            Workload::W4Latency => self.latency(schema, opts).await,
+        let n = scenario.jobs;
+        match scenario.workload {
+            Workload::W1InsertBulk => self.insert_bulk(schema, n, n).await,
+            Workload::W1InsertBatches => self.insert_bulk(schema, n, opts.batch_size).await,
+            Workload::W2InsertSingle => self.insert_single(schema, n, false).await,
+            Workload::W2InsertTx => self.insert_single(schema, n, true).await,
+            Workload::W3Work => self.work(schema, scenario).await,
+            Workload::W4Latency => self.latency(schema, scenario, opts).await,
         }
     }
 }
@@ -56,7 +63,7 @@ fn bench_params(n: u64) -> Result<Vec<InsertParams>, BenchError> {
         .collect()
 }
 
-impl<D: Driver> EngineBench<D> {
+impl<D: HostInsert> EngineBench<'_, D> {
     fn inserter(&self, schema: &Schema) -> Result<Client<D>, BenchError> {
         Ok(Client::builder(self.driver.clone())
             .schema(schema.clone())
@@ -66,24 +73,31 @@ impl<D: Driver> EngineBench<D> {
     fn worker_client(
         &self,
         schema: &Schema,
-        opts: &BenchOptions,
+        scenario: &Scenario,
         worker: BenchWorker,
     ) -> Result<Client<D>, BenchError> {
         Ok(Client::builder(self.driver.clone())
             .schema(schema.clone())
-            .queue("default", opts.workers)
+            .queue("default", scenario.workers())
             .worker(worker)
             .build()?)
     }
 
-    /// w1: `Client::insert_bulk` of n jobs in one call.
-    async fn insert_bulk(&self, schema: &Schema, n: u64) -> Result<Run, BenchError> {
+    /// w1: `Client::insert_bulk` of n jobs in calls of `per_call`, each its own transaction.
+    async fn insert_bulk(&self, schema: &Schema, n: u64, per_call: u64) -> Result<Run, BenchError> {
         let client = self.inserter(schema)?;
         let params = bench_params(n)?;
-        let spinner = Progress::spinner(format!("{}: insert_bulk of {n} jobs", self.name));
-        let stopwatch = Stopwatch::start();
-        let inserted = client.insert_bulk(&params).await?;
-        let measurement = stopwatch.stop(n);
+        let per_call = usize::try_from(per_call.max(1)).unwrap_or(usize::MAX);
+        let spinner = Progress::spinner(format!(
+            "{}: insert_bulk of {n} jobs, {per_call} per call",
+            self.name
+        ));
+        let stopwatch = Stopwatch::start(self.db).await;
+        let mut inserted = 0;
+        for chunk in params.chunks(per_call) {
+            inserted += client.insert_bulk(chunk).await?;
+        }
+        let measurement = stopwatch.stop(n).await;
         spinner.finish();
         if inserted != n {
             return Err(BenchError::new(format!(
@@ -93,47 +107,56 @@ impl<D: Driver> EngineBench<D> {
         Ok(Run::throughput(measurement))
     }
 
-    /// w2: `Client::insert` of n jobs, one per call, from concurrent tasks.
-    async fn insert_single(&self, schema: &Schema, n: u64) -> Result<Run, BenchError> {
+    /// w2: n jobs inserted one by one from concurrent tasks: `Client::insert` (each committed on
+    /// its own, announced after its commit), or, `in_tx`, `tx.insert_job(..)` in a transaction of
+    /// the driver's own library (with the inserter's debounced in-transaction notification).
+    async fn insert_single(&self, schema: &Schema, n: u64, in_tx: bool) -> Result<Run, BenchError> {
         let client = self.inserter(schema)?;
         let next = Arc::new(AtomicU64::new(0));
         let progress = Progress::bar(n, format!("{}: single inserts", self.name));
-        let stopwatch = Stopwatch::start();
+        let stopwatch = Stopwatch::start(self.db).await;
         let mut tasks = JoinSet::new();
         for _ in 0..INSERT_TASKS {
             let (client, next, progress) = (client.clone(), Arc::clone(&next), progress.clone());
+            let driver = self.driver.clone();
             tasks.spawn(async move {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n {
                         return Ok::<(), BenchError>(());
                     }
-                    client.insert(BenchJob { i }).await?;
+                    if in_tx {
+                        driver
+                            .insert_in_own_transaction(client.inserter(), BenchJob { i })
+                            .await?;
+                    } else {
+                        client.insert(BenchJob { i }).await?;
+                    }
                     progress.inc(1);
                 }
             });
         }
         join_all(tasks).await?;
-        let measurement = stopwatch.stop(n);
+        let measurement = stopwatch.stop(n).await;
         progress.finish();
         Ok(Run::throughput(measurement))
     }
 
     /// w3: n jobs queued by `insert_bulk`, then a client started; timed from start until the
     /// client has recorded n outcomes.
-    async fn work(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, BenchError> {
-        let n = opts.n;
+    async fn work(&self, schema: &Schema, scenario: &Scenario) -> Result<Run, BenchError> {
+        let n = scenario.jobs;
         let ledger = Arc::new(ExecutionLedger::new(n));
         let worker = BenchWorker {
             ledger: Arc::clone(&ledger),
             starts: None,
         };
-        let client = self.worker_client(schema, opts, worker)?;
+        let client = self.worker_client(schema, scenario, worker)?;
         let spinner = Progress::spinner(format!("{}: queueing {n} jobs", self.name));
         client.insert_bulk(&bench_params(n)?).await?;
         spinner.finish();
         let progress = Progress::bar(n, format!("{}: working", self.name));
-        let stopwatch = Stopwatch::start();
+        let stopwatch = Stopwatch::start(self.db).await;
         client.start().await?;
         let mut last = (0, Instant::now());
         loop {
@@ -155,7 +178,7 @@ impl<D: Driver> EngineBench<D> {
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let measurement = stopwatch.stop(n);
+        let measurement = stopwatch.stop(n).await;
         progress.finish();
         client.stop().await;
         Ok(Run {
@@ -166,15 +189,20 @@ impl<D: Driver> EngineBench<D> {
 
     /// w4: an idle listening client; jobs inserted one by one by another client, a fixed interval
     /// apart, each committed on its own; latency from the insert's return to the worker's start.
-    async fn latency(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, BenchError> {
-        let m = opts.latency_jobs;
+    async fn latency(
+        &self,
+        schema: &Schema,
+        scenario: &Scenario,
+        opts: &BenchOptions,
+    ) -> Result<Run, BenchError> {
+        let m = scenario.jobs;
         let ledger = Arc::new(ExecutionLedger::new(m));
         let (tx, mut rx) = mpsc::unbounded_channel();
         let worker = BenchWorker {
             ledger: Arc::clone(&ledger),
             starts: Some(tx),
         };
-        let client = self.worker_client(schema, opts, worker)?;
+        let client = self.worker_client(schema, scenario, worker)?;
         client.start().await?;
         tokio::time::sleep(IDLE_BEFORE_LATENCY).await;
         let mut inserter = Client::builder(self.driver.clone()).schema(schema.clone());

@@ -1,26 +1,30 @@
-//! `pgmill-bench`: pgmill's drivers against hand-written SQL on the same database.
+//! `pgmill-bench`: pgmill's drivers against the fastest simple hand-written queue on the same
+//! database.
 //!
 //! Run with: `cargo run --release -p pgmill-bench -- --help`
 //!
-//! Four workloads ([`Workload`]) run in the same invocation for the floor (minimal SQL on
-//! tokio-postgres, see `floor_bench`) and for each chosen driver, each run in a fresh,
-//! freshly migrated schema that is dropped afterwards. After each run the jobs are checked in SQL
-//! (and, for the working workloads, against the workers' own execution counts): every job
-//! inserted once, or completed exactly once. A failed check fails the command.
+//! The workloads ([`Workload`]) run in the same invocation for the ceiling (hand-written SQL on
+//! tokio-postgres, see `ceiling_bench`) and for each chosen driver, each run in a fresh, freshly
+//! migrated schema that is dropped afterwards. The working workloads run once per worker count
+//! (`--workers 16,100`), w3 also once per queue depth (`--depths`). After each run the jobs are
+//! checked in SQL (and, for the working workloads, against the workers' own execution counts):
+//! every job inserted once, or completed exactly once. A failed check fails the command.
 //!
 //! Results print as one JSON line each with `--json`, as a Markdown table otherwise; each figure
-//! is reported with its ratio to the floor's (higher is better). The database is
-//! `--database-url`, else `DATABASE_URL`, else a throwaway cluster with initdb's default settings.
+//! is reported with its ratio to the ceiling's (higher is better), with the WAL bytes and write
+//! transactions the database spent per job. The database is `--database-url`, else
+//! `DATABASE_URL`, else a throwaway cluster with initdb's default settings.
 
 mod bench_database;
 mod bench_error;
 mod bench_job;
 mod bench_result;
+mod ceiling_bench;
 mod contender;
 mod driver_choice;
 mod engine_bench;
 mod execution_ledger;
-mod floor_bench;
+mod host_insert;
 mod markdown_table;
 mod percentiles;
 mod progress;
@@ -36,17 +40,20 @@ use clap::Parser;
 pub(crate) use self::contender::{Contender, Run};
 pub(crate) use self::driver_choice::DriverChoice;
 pub(crate) use self::workload::{
-    BenchOptions, IDLE_BEFORE_LATENCY, INSERT_TASKS, STALL_TIMEOUT, Workload,
+    BenchOptions, IDLE_BEFORE_LATENCY, INSERT_TASKS, STALL_TIMEOUT, Scenario, Workload,
 };
 
 use self::bench_database::BenchDatabase;
-use self::bench_result::{BenchResult, FLOOR, Figure, Measurement, results_table};
+use self::bench_result::{
+    BenchResult, CEILING, CEILING_NOTIFY, Figure, Measurement, depth_lines, results_table,
+};
+use self::ceiling_bench::CeilingBench;
 use self::contender::measure;
 use self::driver_choice::measure_driver;
-use self::floor_bench::FloorBench;
 use crate::bench_error::BenchError;
 
-/// Benchmarks pgmill's drivers against hand-written SQL on the same database.
+/// Benchmarks pgmill's drivers against the fastest simple hand-written queue on the same
+/// database.
 #[derive(Debug, Parser)]
 #[command(name = "pgmill-bench", version, about)]
 pub(crate) struct BenchArgs {
@@ -57,18 +64,25 @@ pub(crate) struct BenchArgs {
     /// Print one JSON line per result instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
-    /// Drivers to run (the floor runs too, unless --no-floor).
+    /// Drivers to run (the ceiling runs too, unless --no-ceiling).
     #[arg(long, value_enum, default_value_t = DriverChoice::All)]
     pub(crate) driver: DriverChoice,
-    /// Jobs per workload (w2_insert_single inserts n / 10).
+    /// Jobs per workload (the w2 workloads insert n / 10).
     #[arg(short = 'n', long = "jobs", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(10..))]
     pub(crate) n: u64,
     /// Workloads to run, comma-separated; all by default.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = Workload::ALL)]
     pub(crate) workloads: Vec<Workload>,
-    /// Workers (slots) of the working client, and of the floor, in w3 and w4.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
-    pub(crate) workers: u64,
+    /// Worker counts of w3 and w4 (pgmill's queue concurrency, the ceiling's executor tasks),
+    /// comma-separated: each is a scenario of its own.
+    #[arg(long, value_delimiter = ',', default_values_t = [16, 100], value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub(crate) workers: Vec<u64>,
+    /// Queue depths w3 works through, comma-separated, each a scenario of its own; default n.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(10..))]
+    pub(crate) depths: Vec<u64>,
+    /// Jobs per call of w1_insert_batches (each call its own transaction).
+    #[arg(long, default_value_t = 1_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) batch_size: u64,
     /// Completed jobs put in the table (by COPY) before w3_work runs, to show the cost per job
     /// stays flat as the table grows.
     #[arg(long, default_value_t = 0)]
@@ -83,13 +97,14 @@ pub(crate) struct BenchArgs {
     /// `Config::insert_notify_cooldown`); pgmill's default when not given.
     #[arg(long, value_name = "MS")]
     pub(crate) insert_notify_cooldown_ms: Option<u64>,
-    /// Runs of each workload per contender, interleaved (floor, then each driver, then again);
-    /// throughput is the median run, latency percentiles pool every run's samples.
+    /// Runs of each scenario per contender, interleaved (the references, then each driver, then
+    /// again); throughput is the median run, latency percentiles pool every run's samples.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub(crate) repeat: u64,
-    /// Skips the floor (to profile one driver alone); results then have no floor_ratio.
+    /// Skips the hand-written references (to profile one driver alone); results then have no
+    /// ratios.
     #[arg(long)]
-    pub(crate) no_floor: bool,
+    pub(crate) no_ceiling: bool,
 }
 
 /// Runs the benchmark.
@@ -102,7 +117,13 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
     let url = args.database_url.clone().filter(|u| !u.is_empty());
     let opts = BenchOptions {
         n: args.n,
-        workers: usize::try_from(args.workers).unwrap_or(usize::MAX),
+        depths: args.depths.clone(),
+        workers: args
+            .workers
+            .iter()
+            .map(|w| usize::try_from(*w).unwrap_or(usize::MAX))
+            .collect(),
+        batch_size: args.batch_size,
         preload_completed: args.preload_completed,
         latency_jobs: args.latency_jobs,
         latency_interval: Duration::from_millis(args.latency_interval_ms),
@@ -114,35 +135,85 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
     let drivers = args.driver.drivers();
     let mut results: Vec<BenchResult> = Vec::new();
     for workload in args.workloads.iter().copied() {
-        let mut floor_runs = Vec::new();
-        let mut driver_runs: Vec<Vec<Measurement>> = vec![Vec::new(); drivers.len()];
-        for _ in 0..args.repeat {
-            if !args.no_floor {
-                floor_runs.push(measure(&db, &FloorBench { db: &db }, workload, &opts).await?);
+        for scenario in workload.scenarios(&opts) {
+            let mut references: Vec<CeilingBench<'_>> = Vec::new();
+            if !args.no_ceiling {
+                references.push(CeilingBench {
+                    db: &db,
+                    notify_each_insert: false,
+                });
+                if workload == Workload::W2InsertSingle {
+                    references.push(CeilingBench {
+                        db: &db,
+                        notify_each_insert: true,
+                    });
+                }
             }
-            for (runs, driver) in driver_runs.iter_mut().zip(&drivers) {
-                runs.push(measure_driver(&db, *driver, workload, &opts).await?);
+            let mut reference_runs: Vec<Vec<Measurement>> = vec![Vec::new(); references.len()];
+            let mut driver_runs: Vec<Vec<Measurement>> = vec![Vec::new(); drivers.len()];
+            for _ in 0..args.repeat {
+                for (runs, reference) in reference_runs.iter_mut().zip(&references) {
+                    runs.push(measure(&db, reference, &scenario, &opts).await?);
+                }
+                for (runs, driver) in driver_runs.iter_mut().zip(&drivers) {
+                    runs.push(measure_driver(&db, *driver, &scenario, &opts).await?);
+                }
             }
-        }
-        let floor = Figure::from_runs(floor_runs);
-        if let Some(floor) = &floor {
-            let row = result(FLOOR, workload, &opts, floor.clone(), Some(floor));
-            emit(&row, json);
-            results.push(row);
-        }
-        for (runs, driver) in driver_runs.into_iter().zip(&drivers) {
-            let figure = Figure::from_runs(runs)
-                .ok_or_else(|| BenchError::new(format!("{} {workload}: no runs", driver.name())))?;
-            let row = result(driver.name(), workload, &opts, figure, floor.as_ref());
-            emit(&row, json);
-            results.push(row);
+            let mut reference_figures = Vec::new();
+            for (runs, reference) in reference_runs.into_iter().zip(&references) {
+                if let Some(figure) = Figure::from_runs(runs) {
+                    reference_figures.push((reference.name_of(), figure));
+                }
+            }
+            let find = |name: &str| {
+                reference_figures
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, f)| f)
+            };
+            let ceiling = find(CEILING).cloned();
+            let notify = find(CEILING_NOTIFY).cloned();
+            let mut rows = Vec::new();
+            for (name, figure) in &reference_figures {
+                rows.push(result(
+                    name,
+                    scenario,
+                    &opts,
+                    figure.clone(),
+                    &ceiling,
+                    &notify,
+                ));
+            }
+            for (runs, driver) in driver_runs.into_iter().zip(&drivers) {
+                let figure = Figure::from_runs(runs).ok_or_else(|| {
+                    BenchError::new(format!("{} {scenario}: no runs", driver.name()))
+                })?;
+                rows.push(result(
+                    driver.name(),
+                    scenario,
+                    &opts,
+                    figure,
+                    &ceiling,
+                    &notify,
+                ));
+            }
+            for row in rows {
+                emit(&row, json);
+                results.push(row);
+            }
         }
     }
+    let depths = depth_lines(&results);
     if !json {
         write_stdout(&format!(
-            "{}\ndatabase: {about}\n",
-            results_table(&results).render()
+            "{}\n{}database: {about}\n",
+            results_table(&results).render(),
+            depths.iter().map(|l| format!("{l}\n")).collect::<String>()
         ));
+    } else {
+        for line in depths {
+            progress::note(&line);
+        }
     }
     Ok(())
 }
@@ -186,18 +257,23 @@ fn write_stdout(text: &str) {
 
 fn result(
     driver: &'static str,
-    workload: Workload,
+    scenario: Scenario,
     opts: &BenchOptions,
     figure: Figure,
-    floor: Option<&Figure>,
+    ceiling: &Option<Figure>,
+    notify: &Option<Figure>,
 ) -> BenchResult {
     BenchResult {
         driver,
-        workload,
-        n: workload.jobs(opts),
-        floor_ratio: floor.and_then(|f| figure.ratio_to(f)),
+        scenario,
+        ceiling_ratio: ceiling.as_ref().and_then(|c| figure.ratio_to(c)),
+        notify_ratio: if driver == CEILING || driver == CEILING_NOTIFY {
+            None
+        } else {
+            notify.as_ref().and_then(|c| figure.ratio_to(c))
+        },
         figure,
-        preload_completed: if workload == Workload::W3Work {
+        preload_completed: if scenario.workload == Workload::W3Work {
             opts.preload_completed
         } else {
             0
@@ -211,19 +287,19 @@ fn emit(row: &BenchResult, json: bool) {
     } else {
         progress::note(&format!(
             "{} {}: {}",
-            row.workload,
+            row.scenario,
             row.driver,
             match &row.figure {
                 Figure::Throughput { .. } => format!(
-                    "{:.0} jobs/s, floor ratio {}",
+                    "{:.0} jobs/s, ceiling ratio {}",
                     row.figure.jobs_per_s().unwrap_or(0.0),
-                    row.floor_ratio.map_or("-".into(), |r| format!("{r:.3}"))
+                    row.ceiling_ratio.map_or("-".into(), |r| format!("{r:.3}"))
                 ),
                 Figure::Latency { percentiles: p, .. } => format!(
-                    "p50 {:.3} ms, p99 {:.3} ms, floor ratio {}",
+                    "p50 {:.3} ms, p99 {:.3} ms, ceiling ratio {}",
                     percentiles::millis(p.p50),
                     percentiles::millis(p.p99),
-                    row.floor_ratio.map_or("-".into(), |r| format!("{r:.3}"))
+                    row.ceiling_ratio.map_or("-".into(), |r| format!("{r:.3}"))
                 ),
             }
         ));
@@ -243,6 +319,9 @@ mod tests {
         let args = parse(&[]).unwrap();
         assert_eq!(args.n, 100_000);
         assert_eq!(args.driver, DriverChoice::All);
+        assert_eq!(args.workers, vec![16, 100]);
+        assert_eq!(args.batch_size, 1_000);
+        assert!(args.depths.is_empty());
         let args = parse(&[
             "--driver",
             "tokio-postgres",
@@ -253,6 +332,10 @@ mod tests {
             "w3_work,w4_latency",
             "--preload-completed",
             "1000",
+            "--workers",
+            "4,8",
+            "--depths",
+            "100,1000",
         ])
         .unwrap();
         assert!(args.json);
@@ -260,6 +343,8 @@ mod tests {
         assert_eq!(args.n, 2000);
         assert_eq!(args.preload_completed, 1000);
         assert_eq!(args.workloads, vec![Workload::W3Work, Workload::W4Latency]);
+        assert_eq!(args.workers, vec![4, 8]);
+        assert_eq!(args.depths, vec![100, 1000]);
         assert!(parse(&["--driver", "mysql"]).is_err());
     }
 }

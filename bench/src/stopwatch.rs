@@ -1,39 +1,51 @@
-//! Times a measured phase: wall time, and the CPU time this process spent in it.
+//! Times a measured phase: wall time, the CPU time this process spent in it, and the WAL and
+//! write transactions the database spent on it.
 
 use std::time::{Duration, Instant};
 
-use crate::bench_result::Measurement;
+use crate::bench_database::{BenchDatabase, DbMark};
+use crate::bench_result::{DbCost, Measurement};
 
 /// Clock ticks per second of `/proc/self/stat` (`USER_HZ`, 100 on Linux).
 const USER_HZ: u64 = 100;
 
 /// Started at the beginning of a measured phase.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Stopwatch {
+#[derive(Debug)]
+pub(crate) struct Stopwatch<'a> {
+    db: &'a BenchDatabase,
+    mark: Option<DbMark>,
     wall: Instant,
     cpu: Option<Duration>,
 }
 
-impl Stopwatch {
-    /// Starts timing now.
-    pub(crate) fn start() -> Self {
+impl<'a> Stopwatch<'a> {
+    /// Starts timing now (after reading the database's WAL position and transaction counter).
+    pub(crate) async fn start(db: &'a BenchDatabase) -> Stopwatch<'a> {
+        let mark = db.mark().await.ok();
         Stopwatch {
+            db,
+            mark,
             wall: Instant::now(),
             cpu: process_cpu_time(),
         }
     }
 
     /// Ends the phase, in which `jobs` jobs were handled.
-    pub(crate) fn stop(&self, jobs: u64) -> Measurement {
+    pub(crate) async fn stop(&self, jobs: u64) -> Measurement {
         let elapsed = self.wall.elapsed();
         let client_cpu = match (self.cpu, process_cpu_time()) {
             (Some(before), Some(after)) => Some(after.saturating_sub(before)),
+            _ => None,
+        };
+        let db_cost = match (&self.mark, self.db.mark().await.ok()) {
+            (Some(before), Some(after)) => Some(DbCost::between(before, &after, jobs)),
             _ => None,
         };
         Measurement::Throughput {
             jobs,
             elapsed,
             client_cpu,
+            db_cost,
         }
     }
 }

@@ -1,10 +1,11 @@
-//! The workloads, the options they run with, and the constants that shape them.
+//! The workloads, the scenarios they run in (workers, depth), the options they run with, and the
+//! constants that shape them.
 
 use std::time::Duration;
 
 use clap::ValueEnum;
 
-/// Concurrent tasks inserting in w2_insert_single.
+/// Concurrent tasks inserting in the single-insert workloads.
 pub(crate) const INSERT_TASKS: usize = 8;
 /// How long the latency workload leaves the workers idle before the first insert.
 pub(crate) const IDLE_BEFORE_LATENCY: Duration = Duration::from_secs(1);
@@ -12,15 +13,22 @@ pub(crate) const IDLE_BEFORE_LATENCY: Duration = Duration::from_secs(1);
 pub(crate) const STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The workloads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
 pub(crate) enum Workload {
-    /// Bulk insert of n jobs.
+    /// Bulk insert of n jobs in one call.
     #[value(name = "w1_insert_bulk")]
     W1InsertBulk,
-    /// n / 10 single-row inserts from 8 concurrent tasks.
+    /// Bulk insert of n jobs in calls of --batch-size jobs, each its own transaction.
+    #[value(name = "w1_insert_batches")]
+    W1InsertBatches,
+    /// n / 10 single-row inserts, each committed on its own, from 8 concurrent tasks.
     #[value(name = "w2_insert_single")]
     W2InsertSingle,
-    /// n queued no-op jobs worked through.
+    /// n / 10 single-row inserts, each in an application transaction of its own (`BEGIN`, the
+    /// insert, `COMMIT`), from 8 concurrent tasks.
+    #[value(name = "w2_insert_tx")]
+    W2InsertTx,
+    /// A queue of n (or each of --depths) no-op jobs worked through.
     #[value(name = "w3_work")]
     W3Work,
     /// Commit-to-start latency with idle listening workers.
@@ -30,9 +38,11 @@ pub(crate) enum Workload {
 
 impl Workload {
     /// Every workload, in order.
-    pub(crate) const ALL: [Workload; 4] = [
+    pub(crate) const ALL: [Workload; 6] = [
         Workload::W1InsertBulk,
+        Workload::W1InsertBatches,
         Workload::W2InsertSingle,
+        Workload::W2InsertTx,
         Workload::W3Work,
         Workload::W4Latency,
     ];
@@ -41,19 +51,50 @@ impl Workload {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Workload::W1InsertBulk => "w1_insert_bulk",
+            Workload::W1InsertBatches => "w1_insert_batches",
             Workload::W2InsertSingle => "w2_insert_single",
+            Workload::W2InsertTx => "w2_insert_tx",
             Workload::W3Work => "w3_work",
             Workload::W4Latency => "w4_latency",
         }
     }
 
-    /// How many jobs a run of this workload handles.
-    pub(crate) fn jobs(self, opts: &BenchOptions) -> u64 {
-        match self {
-            Workload::W1InsertBulk | Workload::W3Work => opts.n,
-            Workload::W2InsertSingle => (opts.n / 10).max(1),
+    /// True for the workloads that run jobs (and so have workers).
+    pub(crate) fn works(self) -> bool {
+        matches!(self, Workload::W3Work | Workload::W4Latency)
+    }
+
+    /// The scenarios of this workload under `opts`: one per worker count for the working
+    /// workloads (and per depth for w3), one otherwise.
+    pub(crate) fn scenarios(self, opts: &BenchOptions) -> Vec<Scenario> {
+        let jobs = |n: u64| match self {
+            Workload::W2InsertSingle | Workload::W2InsertTx => (n / 10).max(1),
             Workload::W4Latency => opts.latency_jobs,
+            _ => n,
+        };
+        if !self.works() {
+            return vec![Scenario {
+                workload: self,
+                workers: None,
+                jobs: jobs(opts.n),
+            }];
         }
+        let depths = if self == Workload::W3Work && !opts.depths.is_empty() {
+            opts.depths.clone()
+        } else {
+            vec![opts.n]
+        };
+        let mut out = Vec::new();
+        for &depth in &depths {
+            for &workers in &opts.workers {
+                out.push(Scenario {
+                    workload: self,
+                    workers: Some(workers),
+                    jobs: jobs(depth),
+                });
+            }
+        }
+        out
     }
 }
 
@@ -63,13 +104,45 @@ impl std::fmt::Display for Workload {
     }
 }
 
+/// One measured configuration: a workload, its worker count (working workloads only) and how
+/// many jobs it handles (for w3: the depth of the queue worked through).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Scenario {
+    /// The workload.
+    pub(crate) workload: Workload,
+    /// Worker slots, for w3 and w4.
+    pub(crate) workers: Option<usize>,
+    /// Jobs the run handles.
+    pub(crate) jobs: u64,
+}
+
+impl Scenario {
+    /// Worker slots (1 for the insert workloads, which have none).
+    pub(crate) fn workers(&self) -> usize {
+        self.workers.unwrap_or(1)
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.workers {
+            Some(w) => write!(f, "{} ({} jobs, {w} workers)", self.workload, self.jobs),
+            None => write!(f, "{} ({} jobs)", self.workload, self.jobs),
+        }
+    }
+}
+
 /// The options every contender runs with.
 #[derive(Debug, Clone)]
 pub(crate) struct BenchOptions {
     /// Jobs per workload.
     pub(crate) n: u64,
-    /// Worker slots in w3 and w4.
-    pub(crate) workers: usize,
+    /// The queue depths w3 works through; empty: n.
+    pub(crate) depths: Vec<u64>,
+    /// Worker counts of w3 and w4, one scenario each.
+    pub(crate) workers: Vec<usize>,
+    /// Jobs per call in w1_insert_batches.
+    pub(crate) batch_size: u64,
     /// Completed rows preloaded before w3.
     pub(crate) preload_completed: u64,
     /// Jobs in w4.

@@ -18,6 +18,10 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
             "sqlx",
             "--latency-jobs",
             "20",
+            "--workers",
+            "4",
+            "--batch-size",
+            "50",
         ])
         .env_remove("RUST_LOG")
         .output()
@@ -29,14 +33,21 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    assert_eq!(lines.len(), 8, "{stdout}");
+    // Six workloads for the ceiling and sqlx, plus the NOTIFY-per-insert reference of w2.
+    assert_eq!(lines.len(), 13, "{stdout}");
     let mut seen = BTreeSet::new();
     for line in &lines {
         let driver = line["driver"].as_str().unwrap();
         let workload = line["workload"].as_str().unwrap();
-        assert!(["floor", "sqlx"].contains(&driver), "{line}");
+        assert!(
+            ["ceiling", "ceiling_notify", "sqlx"].contains(&driver),
+            "{line}"
+        );
         assert!(line["n"].as_u64().unwrap() > 0, "{line}");
-        assert!(line["floor_ratio"].as_f64().unwrap() > 0.0, "{line}");
+        assert!(line["ceiling_ratio"].as_f64().unwrap() > 0.0, "{line}");
+        if workload == "w3_work" || workload == "w4_latency" {
+            assert_eq!(line["workers"], 4, "{line}");
+        }
         if workload == "w4_latency" {
             assert_eq!(line["n"], 20);
             for key in ["p50_ms", "p95_ms", "p99_ms", "max_ms"] {
@@ -44,15 +55,18 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
             }
         } else {
             assert!(line["jobs_per_s"].as_f64().unwrap() > 0.0, "{line}");
+            assert!(line["wal_bytes_per_job"].as_f64().unwrap() > 0.0, "{line}");
+            assert!(line["xacts_per_job"].as_f64().is_some(), "{line}");
         }
         seen.insert((driver.to_owned(), workload.to_owned()));
     }
-    assert_eq!(seen.len(), 8, "{seen:?}");
+    assert_eq!(seen.len(), 13, "{seen:?}");
     let w2 = lines
         .iter()
-        .find(|l| l["workload"] == "w2_insert_single")
+        .find(|l| l["workload"] == "w2_insert_single" && l["driver"] == "sqlx")
         .unwrap();
     assert_eq!(w2["n"], 20);
+    assert!(w2["notify_ratio"].as_f64().unwrap() > 0.0, "{w2}");
     // Every benchmark schema was dropped.
     let leftover = sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pgmill_bench_%'");
     assert!(leftover.is_empty(), "{} schemas left", leftover.len());

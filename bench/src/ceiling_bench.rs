@@ -1,16 +1,22 @@
-//! The floor: each workload as hand-written minimal SQL on tokio-postgres, against the same
-//! `pgmill_job` table, with the same concurrency shape as pgmill's run.
+//! The ceiling: each workload as the fastest simple hand-written queue on tokio-postgres, against
+//! the same `pgmill_job` table, on the same database, in the same invocation.
 //!
-//! - w1: one `COPY ... FROM STDIN` of (kind, args).
-//! - w2: `INSERT` of (kind, args), prepared, from the same number of tasks, each on its own
-//!   connection, without notification.
-//! - w3: one fetcher claims up to `min(free slots, 100)` jobs with one CTE (`FOR UPDATE SKIP
-//!   LOCKED`, marking them running), each job runs in its own task holding a slot, and one
-//!   completer marks finished jobs completed with one `UPDATE ... WHERE id = ANY($1)` per batch
-//!   of whatever is waiting (up to 2,000): pgmill's shape (one producer, slots, one completer)
-//!   without its bookkeeping.
+//! - w1: one `COPY ... FROM STDIN` of (kind, args) per call (w1_insert_bulk: one call of n;
+//!   w1_insert_batches: calls of --batch-size, each committed on its own).
+//! - w2_insert_single: a prepared `INSERT` of (kind, args) per job, committed on its own, from the
+//!   same number of tasks, each on its own connection, without notification. The second reference,
+//!   `ceiling_notify`, sends `pg_notify` in each insert's statement, as a queue that notifies in
+//!   every insert transaction does.
+//! - w2_insert_tx: the same prepared `INSERT` in an application transaction of its own (`BEGIN`,
+//!   the insert, `COMMIT`), the shape of an application that enqueues inside its own transaction,
+//!   without notification.
+//! - w3: one fetcher claims 100 jobs per round trip (`UPDATE ... WHERE id IN (SELECT ... FOR UPDATE
+//!   SKIP LOCKED LIMIT 100) RETURNING`) into a bounded channel of 200 (it claims again as soon as
+//!   there is room, so the workers never wait for a claim), `--workers` executor tasks take jobs
+//!   from it, and one completer marks finished jobs with one `UPDATE ... WHERE id = ANY($1)` per
+//!   batch of whatever is waiting (up to 2,000).
 //! - w4: the inserter's `INSERT` sends `pg_notify` in the same statement; a listening connection
-//!   wakes the fetcher, which claims with the same CTE.
+//!   wakes the fetcher, which claims with the same statement and completes what it claimed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use pgmill::{CompleterConfig, Config, JobArgs, JobId, Schema};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Statement};
@@ -26,37 +32,60 @@ use tokio_postgres::{Client, Statement};
 use crate::bench_database::{BenchDatabase, copy_rows};
 use crate::bench_error::BenchError;
 use crate::bench_job::BenchJob;
-use crate::bench_result::{FLOOR, Measurement};
+use crate::bench_result::{CEILING, CEILING_NOTIFY, Measurement};
 use crate::engine_bench::{collect_starts, join_all, latencies};
 use crate::execution_ledger::ExecutionLedger;
 use crate::progress::Progress;
 use crate::stopwatch::Stopwatch;
 use crate::{
-    BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Workload,
+    BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Scenario,
+    Workload,
 };
 
-/// Hand-written SQL on the benchmark's database.
+/// Jobs one claim of the ceiling takes.
+const CLAIM_BATCH: usize = 100;
+/// Claimed jobs waiting for an executor, at most.
+const PREFETCH: usize = 2 * CLAIM_BATCH;
+
+/// The hand-written queue on the benchmark's database.
 #[derive(Debug)]
-pub(crate) struct FloorBench<'a> {
+pub(crate) struct CeilingBench<'a> {
     /// The database.
     pub(crate) db: &'a BenchDatabase,
+    /// Sends a `NOTIFY` with every single insert (the `ceiling_notify` reference of
+    /// w2_insert_single).
+    pub(crate) notify_each_insert: bool,
 }
 
-impl Contender for FloorBench<'_> {
+impl CeilingBench<'_> {
+    /// The name in results (a `&'static str`, whatever the database's lifetime).
+    pub(crate) fn name_of(&self) -> &'static str {
+        if self.notify_each_insert {
+            CEILING_NOTIFY
+        } else {
+            CEILING
+        }
+    }
+}
+
+impl Contender for CeilingBench<'_> {
     fn name(&self) -> &'static str {
-        FLOOR
+        self.name_of()
     }
 
     async fn run(
         &self,
-        workload: Workload,
+        scenario: &Scenario,
         schema: &Schema,
         opts: &BenchOptions,
     ) -> Result<Run, BenchError> {
-        match workload {
-            Workload::W1InsertBulk => self.insert_bulk(schema, opts.n).await,
-            Workload::W2InsertSingle => self.insert_single(schema, workload.jobs(opts)).await,
-            Workload::W3Work => self.work(schema, opts).await,
+        let n = scenario.jobs;
+        match scenario.workload {
+            Workload::W1InsertBulk => self.insert_bulk(schema, n, n).await,
+            Workload::W1InsertBatches => self.insert_bulk(schema, n, opts.batch_size).await,
+            Workload::W2InsertSingle => self.insert_single(schema, n, false).await,
+            Workload::W2InsertTx => self.insert_single(schema, n, true).await,
+            Workload::W3Work => self.work(schema, scenario).await,
             Workload::W4Latency => self.latency(schema, opts).await,
         }
     }
@@ -65,16 +94,15 @@ impl Contender for FloorBench<'_> {
 /// The claim: up to $1 due available jobs of the default queue, in fetch order, marked running.
 fn claim_sql(schema: &Schema) -> String {
     format!(
-        "WITH c AS ( \
+        "UPDATE {s}.pgmill_job \
+         SET state = 'running', attempt = attempt + 1, attempted_at = now() \
+         WHERE id IN ( \
            SELECT id FROM {s}.pgmill_job \
            WHERE state = 'available' AND queue = 'default' AND scheduled_at <= now() \
            ORDER BY priority, scheduled_at, id \
            LIMIT $1 \
            FOR UPDATE SKIP LOCKED) \
-         UPDATE {s}.pgmill_job AS j \
-         SET state = 'running', attempt = j.attempt + 1, attempted_at = now() \
-         FROM c WHERE j.id = c.id \
-         RETURNING j.id, j.args",
+         RETURNING id, args",
         s = schema.quoted()
     )
 }
@@ -112,21 +140,33 @@ async fn claim(
         .collect()
 }
 
-impl FloorBench<'_> {
-    /// w1: one COPY.
-    async fn insert_bulk(&self, schema: &Schema, n: u64) -> Result<Run, BenchError> {
+/// One benchmark job as a COPY text row of (kind, args).
+fn copy_row(i: u64, buf: &mut bytes::BytesMut) {
+    buf.extend_from_slice(format!("{}\t{{\"i\":{i}}}\n", BenchJob::KIND).as_bytes());
+}
+
+impl CeilingBench<'_> {
+    /// w1: COPYs of `per_call` rows, each committed on its own.
+    async fn insert_bulk(&self, schema: &Schema, n: u64, per_call: u64) -> Result<Run, BenchError> {
         let client = self.db.connect().await?;
         let sql = format!(
             "COPY {}.pgmill_job (kind, args) FROM STDIN",
             schema.quoted()
         );
-        let progress = Progress::bar(n, "floor: COPY");
-        let stopwatch = Stopwatch::start();
-        let copied = copy_rows(&client, &sql, n, &progress, |i, buf| {
-            buf.extend_from_slice(format!("{}\t{{\"i\":{i}}}\n", BenchJob::KIND).as_bytes());
-        })
-        .await?;
-        let measurement = stopwatch.stop(n);
+        let per_call = per_call.max(1);
+        let progress = Progress::bar(n, "ceiling: COPY");
+        let stopwatch = Stopwatch::start(self.db).await;
+        let mut copied = 0;
+        let mut start = 0;
+        while start < n {
+            let rows = per_call.min(n - start);
+            copied += copy_rows(&client, &sql, rows, &progress, |i, buf| {
+                copy_row(start + i, buf);
+            })
+            .await?;
+            start += rows;
+        }
+        let measurement = stopwatch.stop(n).await;
         progress.finish();
         if copied != n {
             return Err(BenchError::new(format!(
@@ -136,26 +176,42 @@ impl FloorBench<'_> {
         Ok(Run::throughput(measurement))
     }
 
-    /// w2: prepared single-row INSERTs from concurrent tasks, one connection each.
-    async fn insert_single(&self, schema: &Schema, n: u64) -> Result<Run, BenchError> {
-        let sql = format!(
-            "INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2)",
-            schema.quoted()
-        );
+    /// w2: prepared single-row INSERTs from concurrent tasks, one connection each; each its own
+    /// statement (`in_tx` false, with a `NOTIFY` for `ceiling_notify`) or in a transaction of its
+    /// own (`in_tx`).
+    async fn insert_single(&self, schema: &Schema, n: u64, in_tx: bool) -> Result<Run, BenchError> {
+        let channel = format!("{}.ceiling_insert", schema.name());
+        let (sql, types) = if self.notify_each_insert {
+            (
+                format!(
+                    "WITH j AS (INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2) RETURNING id) \
+                     SELECT pg_notify($3, 'default') FROM j",
+                    schema.quoted()
+                ),
+                vec![Type::TEXT, Type::JSONB, Type::TEXT],
+            )
+        } else {
+            (
+                format!(
+                    "INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2)",
+                    schema.quoted()
+                ),
+                vec![Type::TEXT, Type::JSONB],
+            )
+        };
         let mut conns = Vec::new();
         for _ in 0..INSERT_TASKS {
             let client = self.db.connect().await?;
-            let stmt = client
-                .prepare_typed(&sql, &[Type::TEXT, Type::JSONB])
-                .await?;
+            let stmt = client.prepare_typed(&sql, &types).await?;
             conns.push((client, stmt));
         }
         let next = Arc::new(AtomicU64::new(0));
-        let progress = Progress::bar(n, "floor: single inserts");
-        let stopwatch = Stopwatch::start();
+        let progress = Progress::bar(n, format!("{}: single inserts", self.name()));
+        let notify = self.notify_each_insert;
+        let stopwatch = Stopwatch::start(self.db).await;
         let mut tasks = JoinSet::new();
-        for (client, stmt) in conns {
-            let (next, progress) = (Arc::clone(&next), progress.clone());
+        for (mut client, stmt) in conns {
+            let (next, progress, channel) = (Arc::clone(&next), progress.clone(), channel.clone());
             tasks.spawn(async move {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
@@ -163,31 +219,38 @@ impl FloorBench<'_> {
                         return Ok::<(), BenchError>(());
                     }
                     let args = serde_json::json!({ "i": i });
-                    client.execute(&stmt, &[&BenchJob::KIND, &args]).await?;
+                    if notify {
+                        client
+                            .execute(&stmt, &[&BenchJob::KIND, &args, &channel])
+                            .await?;
+                    } else if in_tx {
+                        let tx = client.transaction().await?;
+                        tx.execute(&stmt, &[&BenchJob::KIND, &args]).await?;
+                        tx.commit().await?;
+                    } else {
+                        client.execute(&stmt, &[&BenchJob::KIND, &args]).await?;
+                    }
                     progress.inc(1);
                 }
             });
         }
         join_all(tasks).await?;
-        let measurement = stopwatch.stop(n);
+        let measurement = stopwatch.stop(n).await;
         progress.finish();
         Ok(Run::throughput(measurement))
     }
 
-    /// w3: one fetcher filling slots, a task per job, one batching completer.
-    async fn work(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, BenchError> {
-        let n = opts.n;
+    /// w3: a prefetching fetcher, executor tasks, one batching completer.
+    async fn work(&self, schema: &Schema, scenario: &Scenario) -> Result<Run, BenchError> {
+        let n = scenario.jobs;
         let ledger = Arc::new(ExecutionLedger::new(n));
         let queue = format!(
             "COPY {}.pgmill_job (kind, args) FROM STDIN",
             schema.quoted()
         );
         let filler = self.db.connect().await?;
-        let progress = Progress::bar(n, "floor: queueing");
-        copy_rows(&filler, &queue, n, &progress, |i, buf| {
-            buf.extend_from_slice(format!("{}\t{{\"i\":{i}}}\n", BenchJob::KIND).as_bytes());
-        })
-        .await?;
+        let progress = Progress::bar(n, "ceiling: queueing");
+        copy_rows(&filler, &queue, n, &progress, copy_row).await?;
         progress.finish();
         drop(filler);
 
@@ -199,25 +262,26 @@ impl FloorBench<'_> {
         let complete_stmt = completer
             .prepare_typed(&complete_sql(schema), &[Type::INT8_ARRAY])
             .await?;
-        let slots = Arc::new(Semaphore::new(opts.workers));
+        let max_batch = CompleterConfig::default().max_batch;
+        let (job_tx, job_rx) = flume::bounded::<(i64, u64)>(PREFETCH);
         let (done_tx, mut done_rx) = mpsc::channel::<i64>(CompleterConfig::default().buffer);
-        let progress = Progress::bar(n, "floor: working");
+        let progress = Progress::bar(n, "ceiling: working");
 
-        let stopwatch = Stopwatch::start();
+        let stopwatch = Stopwatch::start(self.db).await;
         let completing = {
             let progress = progress.clone();
             tokio::spawn(async move {
                 let mut completed = 0u64;
-                let mut batch = Vec::with_capacity(CompleterConfig::default().max_batch);
+                let mut batch = Vec::with_capacity(max_batch);
                 while completed < n {
                     let first = tokio::time::timeout(STALL_TIMEOUT, done_rx.recv()).await;
                     let Ok(Some(first)) = first else {
                         return Err(BenchError::new(format!(
-                            "floor stalled: {completed} of {n} jobs completed"
+                            "ceiling stalled: {completed} of {n} jobs completed"
                         )));
                     };
                     batch.push(first);
-                    while batch.len() < CompleterConfig::default().max_batch {
+                    while batch.len() < max_batch {
                         match done_rx.try_recv() {
                             Ok(id) => batch.push(id),
                             Err(_) => break,
@@ -230,47 +294,44 @@ impl FloorBench<'_> {
                 Ok(completed)
             })
         };
-        loop {
-            let first = Arc::clone(&slots)
-                .acquire_owned()
-                .await
-                .map_err(|e| BenchError::context("slots", e))?;
-            first.forget();
-            let extra = slots
-                .available_permits()
-                .min(Config::default().fetch_limit - 1);
-            if extra > 0
-                && let Ok(p) = slots.try_acquire_many(extra as u32)
-            {
-                p.forget();
-            }
-            let want = 1 + extra;
-            let jobs = claim(&fetcher, &claim_stmt, want).await?;
-            let got = jobs.len();
-            slots.add_permits(want - got);
-            for (id, i) in jobs {
-                let (ledger, done_tx, slots) =
-                    (Arc::clone(&ledger), done_tx.clone(), Arc::clone(&slots));
-                tokio::spawn(async move {
+        let mut executors = JoinSet::new();
+        for _ in 0..scenario.workers() {
+            let (jobs, done, ledger) = (job_rx.clone(), done_tx.clone(), Arc::clone(&ledger));
+            executors.spawn(async move {
+                while let Ok((id, i)) = jobs.recv_async().await {
                     ledger.record(i);
-                    let _ = done_tx.send(id).await;
-                    slots.add_permits(1);
-                });
+                    if done.send(id).await.is_err() {
+                        break;
+                    }
+                }
+                Ok::<(), BenchError>(())
+            });
+        }
+        drop((job_rx, done_tx));
+        loop {
+            let jobs = claim(&fetcher, &claim_stmt, CLAIM_BATCH).await?;
+            let got = jobs.len();
+            for job in jobs {
+                job_tx
+                    .send_async(job)
+                    .await
+                    .map_err(|_| BenchError::new("ceiling executors ended early"))?;
             }
-            if got < want {
+            if got < CLAIM_BATCH {
                 // Nothing else inserts: fewer rows than asked means the queue is drained.
                 break;
             }
         }
-        drop(done_tx);
+        drop(job_tx);
+        join_all(executors).await?;
         let completed = completing
             .await
-            .map_err(|e| BenchError::context("floor completer", e))??;
-        let measurement = stopwatch.stop(n);
+            .map_err(|e| BenchError::context("ceiling completer", e))??;
+        let measurement = stopwatch.stop(n).await;
         progress.finish();
         if completed != n {
             return Err(BenchError::new(format!(
-                "floor completed {completed} rows for {n} jobs"
+                "ceiling completed {completed} rows for {n} jobs"
             )));
         }
         Ok(Run {
@@ -283,7 +344,7 @@ impl FloorBench<'_> {
     async fn latency(&self, schema: &Schema, opts: &BenchOptions) -> Result<Run, BenchError> {
         let m = opts.latency_jobs;
         let ledger = Arc::new(ExecutionLedger::new(m));
-        let channel = format!("{}.floor_insert", schema.name());
+        let channel = format!("{}.ceiling_insert", schema.name());
         let (listener, mut notifications) = self.db.connect_listening().await?;
         listener
             .batch_execute(&pgmill::driver::listen_sql(&channel)?)
@@ -308,8 +369,7 @@ impl FloorBench<'_> {
                         return Ok::<(), BenchError>(());
                     }
                     loop {
-                        let jobs =
-                            claim(&fetcher, &claim_stmt, Config::default().fetch_limit).await?;
+                        let jobs = claim(&fetcher, &claim_stmt, CLAIM_BATCH).await?;
                         let started = Instant::now();
                         let mut ids = Vec::with_capacity(jobs.len());
                         for &(id, i) in &jobs {
@@ -322,7 +382,7 @@ impl FloorBench<'_> {
                         if !ids.is_empty() {
                             fetcher.execute(&complete_stmt, &[&ids]).await?;
                         }
-                        if jobs.len() < Config::default().fetch_limit {
+                        if jobs.len() < CLAIM_BATCH {
                             break;
                         }
                     }
@@ -341,7 +401,7 @@ impl FloorBench<'_> {
                 &[Type::TEXT, Type::JSONB, Type::TEXT],
             )
             .await?;
-        let progress = Progress::bar(m, "floor: latency inserts");
+        let progress = Progress::bar(m, "ceiling: latency inserts");
         let mut committed: HashMap<JobId, Instant> = HashMap::new();
         let mut ticks = tokio::time::interval(opts.latency_interval);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -355,7 +415,7 @@ impl FloorBench<'_> {
             progress.inc(1);
         }
         progress.finish();
-        let starts = collect_starts(&mut starts_rx, m, FLOOR).await;
+        let starts = collect_starts(&mut starts_rx, m, CEILING).await;
         drop(starts_rx);
         drop(listener);
         // The fetcher ends when the listener's channel closes; its last completion commits first.
@@ -363,8 +423,8 @@ impl FloorBench<'_> {
         let starts = starts?;
         match fetched {
             Ok(Ok(result)) => result?,
-            Ok(Err(e)) => return Err(BenchError::context("floor fetcher", e)),
-            Err(_) => return Err(BenchError::new("floor fetcher did not stop")),
+            Ok(Err(e)) => return Err(BenchError::context("ceiling fetcher", e)),
+            Err(_) => return Err(BenchError::new("ceiling fetcher did not stop")),
         }
         Ok(Run {
             measurement: Measurement::Latency(latencies(&committed, &starts)?),
