@@ -53,6 +53,7 @@ queries! {
     JobGetById => "job/job_get_by_id.sql",
     JobInsertMany => "job/job_insert_many.sql",
     JobInsertOne => "job/job_insert_one.sql",
+    JobInsertPlainMany => "job/job_insert_plain_many.sql",
     JobList => "job/job_list.sql",
     JobNotifyInsert => "job/job_notify_insert.sql",
     JobReleasePending => "job/job_release_pending.sql",

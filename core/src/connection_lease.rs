@@ -86,6 +86,10 @@ impl<D: Driver> Executor for ConnectionLease<D> {
         self.conn.as_ref().is_some_and(Executor::supports_copy)
     }
 
+    fn min_copy_rows(&self) -> usize {
+        self.conn.as_ref().map_or(0, Executor::min_copy_rows)
+    }
+
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         let r = self.conn().copy_in(copy).await;
         self.observe(r)

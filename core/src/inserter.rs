@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::job::JobRow;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::query::{
-    CopyShape, job_copy_available, job_insert_many, job_insert_one, job_notify_insert,
+    CopyShape, job_copy_available, job_insert_many, job_insert_one, job_insert_plain_many,
+    job_notify_insert,
 };
 use crate::schema::Schema;
 
@@ -205,29 +206,39 @@ impl Inserter {
         if params.is_empty() {
             return Ok(0);
         }
+        let plan = BulkPlan::new(exec, params);
         let mut inserted = 0;
-        let (copyable, rest): (Vec<&InsertParams>, Vec<&InsertParams>) = if exec.supports_copy() {
-            params.iter().partition(|p| is_copyable(p))
-        } else {
-            (Vec::new(), params.iter().collect())
-        };
-        // One COPY per shape present, so jobs without metadata or tags leave those columns to
-        // their defaults instead of having the server parse them.
-        let (plain, full): (Vec<&InsertParams>, Vec<&InsertParams>) = copyable
-            .into_iter()
-            .partition(|p| CopyShape::of(p) == CopyShape::Plain);
-        for (shape, rows) in [(CopyShape::Plain, plain), (CopyShape::Full, full)] {
+        for (shape, rows) in [
+            (CopyShape::Plain, &plan.copy_plain),
+            (CopyShape::Full, &plan.copy_full),
+        ] {
             if !rows.is_empty() {
-                inserted += self.copy_stream(exec, shape, &rows).await?;
+                inserted += self.copy_stream(exec, shape, rows).await?;
             }
         }
-        for chunk in rest.chunks(BULK_INSERT_CHUNK) {
+        for chunk in plan.insert_plain.chunks(BULK_INSERT_CHUNK) {
+            inserted += exec
+                .execute(&job_insert_plain_many(&self.schema, chunk))
+                .await?;
+        }
+        for chunk in plan.insert_rest.chunks(BULK_INSERT_CHUNK) {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
             inserted += exec.execute(&job_insert_many(&self.schema, &chunk)).await?;
         }
         self.notify(exec, self.queues_to_notify(params.iter()))
             .await?;
         Ok(inserted)
+    }
+
+    /// True when [`Inserter::insert_bulk`] of `params` on `exec` runs at most one statement (and
+    /// so needs no transaction of its own to be all-or-nothing): one COPY or one `INSERT`, and no
+    /// notification in the same transaction.
+    pub(crate) fn bulk_is_one_statement<E: Executor>(
+        &self,
+        exec: &E,
+        params: &[InsertParams],
+    ) -> bool {
+        self.notify.is_none() && BulkPlan::new(exec, params).statements() <= 1
     }
 
     /// One COPY of `rows`, all of `shape`, fed chunk by chunk: the next chunk is encoded while
@@ -333,6 +344,60 @@ impl Inserter {
         }
         self.notify_blocking(exec, self.queues_to_notify(params.iter()))?;
         Ok(inserted)
+    }
+}
+
+/// How one bulk insert splits into statements on one executor.
+struct BulkPlan<'a> {
+    /// Jobs without metadata or tags, by the plain COPY.
+    copy_plain: Vec<&'a InsertParams>,
+    /// Other copyable jobs, by the full COPY.
+    copy_full: Vec<&'a InsertParams>,
+    /// Copyable jobs without metadata or tags on an executor whose COPY is slow for so few rows.
+    insert_plain: Vec<&'a InsertParams>,
+    /// The rest (scheduled jobs, no COPY, or few rows with metadata or tags), by multi-row inserts.
+    insert_rest: Vec<&'a InsertParams>,
+}
+
+impl<'a> BulkPlan<'a> {
+    fn new<E: Executor>(exec: &E, params: &'a [InsertParams]) -> Self {
+        let (copyable, insert_rest): (Vec<&InsertParams>, Vec<&InsertParams>) =
+            if exec.supports_copy() {
+                params.iter().partition(|p| is_copyable(p))
+            } else {
+                (Vec::new(), params.iter().collect())
+            };
+        let mut plan = BulkPlan {
+            copy_plain: Vec::new(),
+            copy_full: Vec::new(),
+            insert_plain: Vec::new(),
+            insert_rest,
+        };
+        // One COPY per shape present, so jobs without metadata or tags leave those columns to
+        // their defaults instead of having the server parse them.
+        let (plain, full): (Vec<&InsertParams>, Vec<&InsertParams>) = copyable
+            .into_iter()
+            .partition(|p| CopyShape::of(p) == CopyShape::Plain);
+        let min_copy_rows = exec.min_copy_rows();
+        if plain.len() < min_copy_rows {
+            plan.insert_plain = plain;
+        } else {
+            plan.copy_plain = plain;
+        }
+        if full.len() < min_copy_rows {
+            plan.insert_rest.extend(full);
+        } else {
+            plan.copy_full = full;
+        }
+        plan
+    }
+
+    /// How many statements the plan runs.
+    fn statements(&self) -> usize {
+        usize::from(!self.copy_plain.is_empty())
+            + usize::from(!self.copy_full.is_empty())
+            + self.insert_plain.len().div_ceil(BULK_INSERT_CHUNK)
+            + self.insert_rest.len().div_ceil(BULK_INSERT_CHUNK)
     }
 }
 

@@ -23,6 +23,17 @@ use sqlx::{Decode, TypeInfo as _, ValueRef as _};
 
 use crate::error::{column_error, db_error, param_error};
 
+/// Bulk inserts of fewer rows go in one multi-row `INSERT` rather than a `COPY`.
+///
+/// sqlx 0.9 leaves Nagle's algorithm on for TCP connections (it does not set `TCP_NODELAY`, and
+/// gives no way to reach its socket) and writes a COPY's `CopyDone` on its own, after the data.
+/// The server delays its ACK of the data (it has nothing to send until `CopyDone` arrives), and
+/// Nagle holds the small `CopyDone` until that ACK comes: every COPY whose data fits in about one
+/// TCP segment waits for the delayed ACK, about 40 ms on Linux. One `INSERT` is a single write, so
+/// it never waits. Above this size the COPY's data spans segments the server ACKs at once, and a
+/// COPY is faster than an `INSERT` by more than any stall costs.
+pub(crate) const MIN_COPY_ROWS: usize = 5_000;
+
 /// A connection checked out of the driver's pool, returned to it on drop.
 ///
 /// The engine gets these from [`SqlxDriver`](crate::SqlxDriver)'s `acquire`.
@@ -227,6 +238,10 @@ impl Executor for SqlxConnection {
         true
     }
 
+    fn min_copy_rows(&self) -> usize {
+        MIN_COPY_ROWS
+    }
+
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         self.1.guard(copy_in(&mut self.0, copy)).await
     }
@@ -264,6 +279,10 @@ impl Executor for SqlxExecutor<'_> {
 
     fn supports_copy(&self) -> bool {
         true
+    }
+
+    fn min_copy_rows(&self) -> usize {
+        MIN_COPY_ROWS
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
@@ -304,6 +323,10 @@ impl Executor for SqlxTransaction<'_> {
 
     fn supports_copy(&self) -> bool {
         true
+    }
+
+    fn min_copy_rows(&self) -> usize {
+        MIN_COPY_ROWS
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {

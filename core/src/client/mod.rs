@@ -474,9 +474,16 @@ impl<D: Driver> Client<D> {
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_bulk(&self, params: &[InsertParams]) -> Result<u64> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let mut tx = conn.begin().await?;
-        let n = self.inner.own_inserter.insert_bulk(&mut tx, params).await?;
-        tx.commit().await?;
+        let inserter = &self.inner.own_inserter;
+        // One statement is all-or-nothing on its own: no BEGIN and COMMIT round trips.
+        let n = if inserter.bulk_is_one_statement(&conn, params) {
+            inserter.insert_bulk(&mut conn, params).await?
+        } else {
+            let mut tx = conn.begin().await?;
+            let n = inserter.insert_bulk(&mut tx, params).await?;
+            tx.commit().await?;
+            n
+        };
         drop(conn);
         self.announce(due_queues(params.iter()).into_iter().map(str::to_owned));
         Ok(n)

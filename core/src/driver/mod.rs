@@ -93,6 +93,13 @@ pub trait Executor: Send {
         false
     }
 
+    /// Bulk inserts of fewer rows than this go in as one multi-row `INSERT` instead of a `COPY`.
+    /// A driver whose library makes a small COPY slow returns its break-even point here. Default
+    /// 0: every bulk insert of copyable jobs is copied.
+    fn min_copy_rows(&self) -> usize {
+        0
+    }
+
     /// Streams a `COPY ... FROM STDIN` and returns the number of rows copied.
     ///
     /// # Errors

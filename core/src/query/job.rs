@@ -35,6 +35,41 @@ pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams) -> Statement {
         )
 }
 
+/// The typed insert of jobs that fit [`CopyShape::Plain`] and are due now or pending: the same
+/// rows the plain COPY writes, as one statement.
+pub(crate) fn job_insert_plain_many(schema: &Schema, params: &[&InsertParams]) -> Statement {
+    let state = |p: &InsertParams| {
+        if p.pending {
+            JobState::Pending
+        } else {
+            JobState::Available
+        }
+    };
+    schema
+        .statement(Query::JobInsertPlainMany)
+        .bind(
+            params
+                .iter()
+                .map(|p| state(p).as_str().to_owned())
+                .collect::<Vec<_>>(),
+        )
+        .bind(params.iter().map(|p| p.queue.clone()).collect::<Vec<_>>())
+        .bind(params.iter().map(|p| p.kind.clone()).collect::<Vec<_>>())
+        .bind(params.iter().map(|p| p.args.clone()).collect::<Vec<_>>())
+        .bind(
+            params
+                .iter()
+                .map(|p| i64::from(p.priority))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            params
+                .iter()
+                .map(|p| i64::from(p.max_attempts))
+                .collect::<Vec<_>>(),
+        )
+}
+
 /// Which columns a bulk COPY of jobs carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CopyShape {
