@@ -17,17 +17,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::TimeDelta;
-use serde_json::json;
+use metrics::{Counter, Histogram};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::field::Empty;
+use tracing::{Instrument, debug, debug_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
+use crate::engine_metrics::{FLUSH_OUTCOMES, FLUSH_SECONDS, MetricsSink, SUPERSEDED};
 use crate::error::{Error, Result, with_timeout};
-use crate::event::{Event, EventKind, EventSender};
+use crate::event::{Event, EventSender};
 use crate::in_flight::InFlight;
 use crate::job::{JobId, JobRow};
+use crate::outcome::Outcome;
 use crate::query::{
     SetStateParams, SetStateResult, job_set_completed_many, job_set_state_if_running_many,
 };
@@ -80,76 +83,6 @@ impl CompleterConfig {
     }
 }
 
-/// The outcome of one attempt.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Outcome {
-    /// Succeeded; `recorded` when already completed inside the worker's own transaction.
-    Completed {
-        recorded: bool,
-    },
-    Retry {
-        delay: TimeDelta,
-        error: String,
-        panic: bool,
-    },
-    Discard {
-        error: String,
-    },
-    Cancel {
-        error: String,
-    },
-    Snooze {
-        delay: TimeDelta,
-    },
-    Interrupt,
-}
-
-impl Outcome {
-    fn params(&self, job: &JobRow) -> SetStateParams {
-        let error = |message: &str, panic: bool| {
-            Some(json!({"attempt": job.attempt, "error": message, "panic": panic}))
-        };
-        let (outcome, delay, error) = match self {
-            Outcome::Completed { .. } => ("completed", TimeDelta::zero(), None),
-            Outcome::Retry {
-                delay,
-                error: e,
-                panic,
-            } => ("retry", *delay, error(e, *panic)),
-            Outcome::Discard { error: e } => ("discard", TimeDelta::zero(), error(e, false)),
-            Outcome::Cancel { error: e } => ("cancel", TimeDelta::zero(), error(e, false)),
-            Outcome::Snooze { delay } => ("snooze", *delay, None),
-            Outcome::Interrupt => ("interrupt", TimeDelta::zero(), None),
-        };
-        SetStateParams {
-            id: job.id,
-            attempt: job.attempt,
-            outcome,
-            delay,
-            error,
-        }
-    }
-
-    fn error_message(&self) -> Option<&str> {
-        match self {
-            Outcome::Retry { error, .. }
-            | Outcome::Discard { error }
-            | Outcome::Cancel { error } => Some(error),
-            _ => None,
-        }
-    }
-
-    fn event_kind(&self) -> EventKind {
-        match self {
-            Outcome::Completed { .. } => EventKind::JobCompleted,
-            Outcome::Retry { .. } | Outcome::Discard { .. } => EventKind::JobFailed,
-            Outcome::Cancel { .. } => EventKind::JobCancelled,
-            Outcome::Snooze { .. } => EventKind::JobSnoozed,
-            Outcome::Interrupt => EventKind::JobInterrupted,
-        }
-    }
-}
-
 /// One attempt's outcome on its way to the database.
 #[derive(Debug)]
 pub(crate) struct Completion {
@@ -175,11 +108,14 @@ pub(crate) struct BatchCompleter<D: Driver> {
     config: CompleterConfig,
     events: Arc<EventSender>,
     stats: Arc<CompleterStats>,
+    flush_seconds: Histogram,
+    flush_outcomes: Histogram,
+    superseded: Counter,
 }
 
 impl<D: Driver> BatchCompleter<D> {
     /// A completer recording into `schema`, forgetting recorded jobs from `in_flight`,
-    /// publishing to `events` and counting in `stats`.
+    /// publishing to `events`, counting in `stats` and emitting to `metrics`.
     pub(crate) fn new(
         driver: D,
         schema: Schema,
@@ -187,6 +123,7 @@ impl<D: Driver> BatchCompleter<D> {
         in_flight: Arc<InFlight>,
         events: Arc<EventSender>,
         stats: Arc<CompleterStats>,
+        metrics: MetricsSink,
     ) -> Self {
         BatchCompleter {
             in_flight,
@@ -195,6 +132,9 @@ impl<D: Driver> BatchCompleter<D> {
             config,
             events,
             stats,
+            flush_seconds: metrics.histogram(FLUSH_SECONDS, &[]),
+            flush_outcomes: metrics.histogram(FLUSH_OUTCOMES, &[]),
+            superseded: metrics.counter(SUPERSEDED, &[]),
         }
     }
 
@@ -283,6 +223,13 @@ impl<D: Driver> BatchCompleter<D> {
         };
         // Rows are only needed to build events; without subscribers the row count is enough.
         let want_rows = self.events.has_subscribers();
+        let span = debug_span!(
+            "pgmill.completer_flush",
+            num_outcomes = batch.len(),
+            num_recorded = Empty,
+            num_superseded = Empty,
+        );
+        let started = Instant::now();
         let (results, recorded): (Vec<SetStateResult>, u64) =
             with_timeout("completer flush", async {
                 let conn = match lease {
@@ -297,7 +244,10 @@ impl<D: Driver> BatchCompleter<D> {
                     Ok((Vec::new(), conn.execute(&stmt).await?))
                 }
             })
+            .instrument(span.clone())
             .await?;
+        self.flush_seconds.record(started.elapsed().as_secs_f64());
+        self.flush_outcomes.record(batch.len() as f64);
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);
         self.stats.recorded.fetch_add(recorded, Ordering::Relaxed);
         let already_recorded = batch
@@ -307,10 +257,14 @@ impl<D: Driver> BatchCompleter<D> {
         let superseded = batch
             .len()
             .saturating_sub(usize::try_from(recorded).unwrap_or(usize::MAX) + already_recorded);
+        span.record("num_recorded", recorded);
+        span.record("num_superseded", superseded);
+        let _in_span = span.enter();
         if superseded > 0 {
             self.stats
                 .superseded
                 .fetch_add(superseded as u64, Ordering::Relaxed);
+            self.superseded.increment(superseded as u64);
             debug!(
                 num_superseded = superseded,
                 "outcomes of superseded attempts changed nothing"
@@ -340,7 +294,7 @@ impl<D: Driver> BatchCompleter<D> {
                     queue_wait,
                     run_time: c.run_time,
                     completion_lag: flushed_at.duration_since(c.finished_at),
-                    error: c.outcome.error_message().map(str::to_owned),
+                    error: c.outcome.error().map(str::to_owned),
                 });
             }
         }

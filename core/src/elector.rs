@@ -15,13 +15,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
+use metrics::{Counter, Gauge};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, info, info_span, warn};
+use tracing::field::Empty;
+use tracing::{Instrument, debug_span, info, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
+use crate::engine_metrics::{IS_LEADER, LEADER_ELECTIONS, MetricsSink};
 use crate::error::{Error, Result};
 use crate::query::{LeaderRow, leader_attempt_elect, leader_attempt_reelect, leader_resign};
 use crate::schema::Schema;
@@ -79,11 +82,13 @@ pub(crate) struct Elector<D: Driver> {
     is_leader: Arc<watch::Sender<bool>>,
     /// Woken by leadership notifications (a resignation): try to take over now.
     kick: Arc<Notify>,
+    elections: Counter,
+    leading: Gauge,
 }
 
 impl<D: Driver> Elector<D> {
     /// An elector for `client_id`, publishing leadership to `is_leader` and trying to take over
-    /// whenever `kick` is notified.
+    /// whenever `kick` is notified, and counting terms in `metrics`.
     pub(crate) fn new(
         driver: D,
         schema: Schema,
@@ -91,6 +96,7 @@ impl<D: Driver> Elector<D> {
         config: ElectorConfig,
         is_leader: Arc<watch::Sender<bool>>,
         kick: Arc<Notify>,
+        metrics: MetricsSink,
     ) -> Self {
         Elector {
             driver,
@@ -99,6 +105,19 @@ impl<D: Driver> Elector<D> {
             config,
             is_leader,
             kick,
+            elections: metrics.counter(LEADER_ELECTIONS, &[]),
+            leading: metrics.gauge(IS_LEADER, &[]),
+        }
+    }
+
+    /// Publishes whether this client leads, to the client and the `pgmill_is_leader` gauge.
+    fn set_leader(&self, leads: bool) {
+        let was = self.is_leader.send_replace(leads);
+        if leads && !was {
+            self.elections.increment(1);
+            self.leading.increment(1.0);
+        } else if !leads && was {
+            self.leading.decrement(1.0);
         }
     }
 
@@ -113,10 +132,16 @@ impl<D: Driver> Elector<D> {
                     None => {
                         let sent = Instant::now();
                         let stmt = leader_attempt_elect(&self.schema, &self.client_id, lease);
-                        match self.query(&stmt, self.config.interval).await {
+                        let span = debug_span!("pgmill.leader_elect", elected = Empty);
+                        let attempt = self
+                            .query(&stmt, self.config.interval)
+                            .instrument(span.clone())
+                            .await;
+                        span.record("elected", matches!(attempt, Ok(Some(_))));
+                        match attempt {
                             Ok(Some(row)) => {
                                 info!(elected_at = %row.elected_at, "elected leader");
-                                self.is_leader.send_replace(true);
+                                self.set_leader(true);
                                 term = Some((row, sent));
                                 continue;
                             }
@@ -163,7 +188,7 @@ impl<D: Driver> Elector<D> {
 
     fn step_down(&self, why: &str) {
         warn!(reason = why, "stepping down as leader");
-        self.is_leader.send_replace(false);
+        self.set_leader(false);
     }
 
     async fn query(
@@ -180,7 +205,7 @@ impl<D: Driver> Elector<D> {
     }
 
     async fn resign(&self, row: &LeaderRow) {
-        self.is_leader.send_replace(false);
+        self.set_leader(false);
         let stmt = leader_resign(&self.schema, row);
         let result = tokio::time::timeout(Duration::from_secs(5), async {
             let mut conn = ConnectionLease::acquire(&self.driver).await?;

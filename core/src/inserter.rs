@@ -1,7 +1,9 @@
 //! Insert paths: single, many (one round trip), bulk (COPY where the driver has it), on any
 //! executor, including the application's own transaction, and blocking for diesel.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +12,7 @@ use crate::driver::{BlockingExecutor, Executor};
 use crate::error::{Error, Result};
 use crate::job::JobRow;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
+use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};
 use crate::query::{
     CopyShape, job_copy_available, job_insert_many, job_insert_one, job_insert_plain_many,
     job_notify_insert,
@@ -52,11 +55,33 @@ const BULK_COPY_FIRST_CHUNK: usize = 1_250;
 /// is sent per cooldown (default 100 ms) by one inserter and its clones, however many jobs are
 /// inserted; none for scheduled or pending jobs. (Notifications serialise committing transactions
 /// in Postgres, which is why they are debounced.)
-#[derive(Debug, Clone)]
+///
+/// # Middleware and trace context
+///
+/// Every insert path finalises its jobs in one place: after validation, the trace context of the
+/// current span is stored in each job's metadata (with a [`TracePropagator`]), then every
+/// [`Middleware::insert`] hook runs on each job. A client's inserter has the client's middleware
+/// and propagator; a stand-alone one gets them from [`Inserter::with_middleware`] and
+/// [`Inserter::with_trace_propagator`].
+#[derive(Clone)]
 pub struct Inserter {
     schema: Schema,
     known_kinds: Option<Arc<BTreeSet<String>>>,
     notify: Option<Arc<Debouncer>>,
+    middleware: Option<Arc<MiddlewareStack>>,
+    propagator: Option<Arc<dyn TracePropagator>>,
+}
+
+impl fmt::Debug for Inserter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Inserter")
+            .field("schema", &self.schema)
+            .field("known_kinds", &self.known_kinds)
+            .field("notify", &self.notify)
+            .field("middleware", &self.middleware)
+            .field("propagator", &self.propagator)
+            .finish()
+    }
 }
 
 impl Inserter {
@@ -66,7 +91,74 @@ impl Inserter {
             schema,
             known_kinds: None,
             notify: Some(Arc::new(Debouncer::new(DEFAULT_INSERT_NOTIFY_COOLDOWN))),
+            middleware: None,
+            propagator: None,
         }
+    }
+
+    /// Runs `middleware`'s [`Middleware::insert`] hook on every job this inserter inserts, after
+    /// the hooks added before.
+    #[must_use]
+    pub fn with_middleware(mut self, middleware: impl Middleware) -> Self {
+        let mut stack = self.middleware.as_deref().cloned().unwrap_or_default();
+        stack.push(None, Arc::new(middleware));
+        self.middleware = Some(Arc::new(stack));
+        self
+    }
+
+    /// Stores the trace context of the inserting span in each job's metadata, through
+    /// `propagator` (see [`TracePropagator`]).
+    #[must_use]
+    pub fn with_trace_propagator(self, propagator: impl TracePropagator) -> Self {
+        self.with_propagator(Some(Arc::new(propagator)))
+    }
+
+    /// The client's hooks: its middleware stack and propagator.
+    pub(crate) fn with_hooks(
+        mut self,
+        middleware: MiddlewareStack,
+        propagator: Option<Arc<dyn TracePropagator>>,
+    ) -> Self {
+        self.middleware = (!middleware.is_empty()).then(|| Arc::new(middleware));
+        self.with_propagator(propagator)
+    }
+
+    fn with_propagator(mut self, propagator: Option<Arc<dyn TracePropagator>>) -> Self {
+        self.propagator = propagator;
+        self
+    }
+
+    /// True when inserts adjust jobs: a propagator or middleware is set.
+    fn adjusts(&self) -> bool {
+        self.middleware.is_some() || self.propagator.is_some()
+    }
+
+    /// Finalises validated jobs: the trace context, then every middleware's insert hook.
+    fn adjust(&self, params: &mut [InsertParams]) {
+        if let Some(propagator) = &self.propagator
+            && let Some(headers) = trace_propagator::current_headers(&**propagator)
+        {
+            for job in params.iter_mut() {
+                trace_propagator::store(job, &headers);
+            }
+        }
+        if let Some(stack) = &self.middleware {
+            for job in params.iter_mut() {
+                stack.prepare_insert(job);
+            }
+        }
+    }
+
+    /// Checks and finalises `params`: the one place every insert path prepares its jobs. Borrows
+    /// them unchanged when nothing adjusts inserts.
+    fn prepare<'p>(&self, params: &'p [InsertParams]) -> Result<Cow<'p, [InsertParams]>> {
+        self.check(params)?;
+        if !self.adjusts() {
+            return Ok(Cow::Borrowed(params));
+        }
+        let mut owned = params.to_vec();
+        self.adjust(&mut owned);
+        Ok(Cow::Owned(owned))
     }
 
     /// Sends insert notifications at most once per queue per `cooldown`; `None` sends none
@@ -133,8 +225,9 @@ impl Inserter {
     }
 
     fn one<A: JobArgs>(&self, args: &A, opts: Option<InsertOpts>) -> Result<[InsertParams; 1]> {
-        let p = [InsertParams::from_args(args, opts)?];
+        let mut p = [InsertParams::from_args(args, opts)?];
         self.check(&p)?;
+        self.adjust(&mut p);
         Ok(p)
     }
 
@@ -175,12 +268,12 @@ impl Inserter {
         exec: &mut E,
         params: &[InsertParams],
     ) -> Result<Vec<JobRow>> {
-        self.check(params)?;
         if params.is_empty() {
             return Ok(Vec::new());
         }
+        let params = self.prepare(params)?;
         let mut rows: Vec<JobRow> = exec
-            .query_as(&job_insert_many(&self.schema, params))
+            .query_as(&job_insert_many(&self.schema, &params))
             .await?;
         rows.sort_by_key(|r| r.id);
         self.notify(exec, self.queues_to_notify(params.iter()))
@@ -202,11 +295,11 @@ impl Inserter {
         exec: &mut E,
         params: &[InsertParams],
     ) -> Result<u64> {
-        self.check(params)?;
         if params.is_empty() {
             return Ok(0);
         }
-        let plan = BulkPlan::new(exec, params);
+        let params = self.prepare(params)?;
+        let plan = BulkPlan::new(exec, &params);
         let mut inserted = 0;
         for (shape, rows) in [
             (CopyShape::Plain, &plan.copy_plain),
@@ -232,7 +325,8 @@ impl Inserter {
 
     /// True when [`Inserter::insert_bulk`] of `params` on `exec` runs at most one statement (and
     /// so needs no transaction of its own to be all-or-nothing): one COPY or one `INSERT`, and no
-    /// notification in the same transaction.
+    /// notification in the same transaction. (Insert hooks only ever add metadata, which moves
+    /// jobs into the full shape: never more statements than the unadjusted jobs need.)
     pub(crate) fn bulk_is_one_statement<E: Executor>(
         &self,
         exec: &E,
@@ -314,11 +408,11 @@ impl Inserter {
         exec: &mut E,
         params: &[InsertParams],
     ) -> Result<Vec<JobRow>> {
-        self.check(params)?;
         if params.is_empty() {
             return Ok(Vec::new());
         }
-        let mut rows: Vec<JobRow> = exec.query_as(&job_insert_many(&self.schema, params))?;
+        let params = self.prepare(params)?;
+        let mut rows: Vec<JobRow> = exec.query_as(&job_insert_many(&self.schema, &params))?;
         rows.sort_by_key(|r| r.id);
         self.notify_blocking(exec, self.queues_to_notify(params.iter()))?;
         Ok(rows)
@@ -334,10 +428,10 @@ impl Inserter {
         exec: &mut E,
         params: &[InsertParams],
     ) -> Result<u64> {
-        self.check(params)?;
         if params.is_empty() {
             return Ok(0);
         }
+        let params = self.prepare(params)?;
         let mut inserted = 0;
         for chunk in params.chunks(BULK_INSERT_CHUNK) {
             inserted += exec.execute(&job_insert_many(&self.schema, chunk))?;

@@ -252,6 +252,33 @@ impl InsertParams {
         &self.queue
     }
 
+    /// The args, as JSON.
+    pub fn args(&self) -> &serde_json::Value {
+        &self.args
+    }
+
+    /// The priority (1 first to 4 last).
+    pub fn priority(&self) -> i16 {
+        self.priority
+    }
+
+    /// The metadata (a JSON object).
+    pub fn metadata(&self) -> &serde_json::Value {
+        &self.metadata
+    }
+
+    /// The metadata object, to change; [middleware](crate::middleware::Middleware::insert) adds
+    /// keys here.
+    pub fn metadata_mut(&mut self) -> &mut serde_json::Map<String, serde_json::Value> {
+        if !self.metadata.is_object() {
+            self.metadata = serde_json::Value::Object(serde_json::Map::new());
+        }
+        match &mut self.metadata {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!("metadata was just made an object"),
+        }
+    }
+
     /// True when the job will be due at once (not pending, no schedule given).
     pub(crate) fn is_due_now(&self) -> bool {
         !self.pending && self.scheduled_at.is_none() && self.schedule_in.is_none()

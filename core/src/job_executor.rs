@@ -1,19 +1,22 @@
 //! Runs one job: finds its worker, decodes its args, applies the timeout, catches panics, maps
 //! the result to an outcome and hands it to the completer.
 
+use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::TimeDelta;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, warn};
+use tracing::warn;
 
-use crate::completer::{Completion, Outcome};
+use crate::completer::Completion;
 use crate::job::JobRow;
+use crate::middleware::{JobTracing, Middleware, MiddlewareStack, Next};
+use crate::outcome::Outcome;
 use crate::retry_policy::RetryPolicy;
 use crate::schema::Schema;
-use crate::worker::{JobAction, WorkResult, Workers};
+use crate::worker::{JobAction, WorkResult, Workers, panic_message};
 
 /// Everything needed to run jobs; shared by a client's producers.
 #[derive(Clone)]
@@ -23,16 +26,21 @@ pub(crate) struct JobExecutor {
     retry_policy: Arc<dyn RetryPolicy>,
     default_timeout: Option<Duration>,
     completer: mpsc::Sender<Completion>,
+    tracing: JobTracing,
+    middleware: MiddlewareStack,
 }
 
 impl JobExecutor {
-    /// An executor running `workers`, sending outcomes to `completer`.
+    /// An executor running `workers` inside `tracing` and then `middleware`, sending outcomes to
+    /// `completer`.
     pub(crate) fn new(
         workers: Workers,
         schema: Schema,
         retry_policy: Arc<dyn RetryPolicy>,
         default_timeout: Option<Duration>,
         completer: mpsc::Sender<Completion>,
+        tracing: JobTracing,
+        middleware: MiddlewareStack,
     ) -> Self {
         JobExecutor {
             workers,
@@ -40,6 +48,8 @@ impl JobExecutor {
             retry_policy,
             default_timeout,
             completer,
+            tracing,
+            middleware,
         }
     }
 
@@ -50,6 +60,9 @@ impl JobExecutor {
     /// drops the work and ends the job cancelled. The producer also cancels it on a hard stop, so
     /// the worker sees [`Job::cancelled`](crate::Job::cancelled) either way; `kill` wins when both
     /// fired.
+    ///
+    /// The attempt runs inside the tracing middleware and then the registered middleware, outside
+    /// the interruption: middleware sees every outcome, interrupts and cancels included.
     pub(crate) async fn execute(
         &self,
         job: JobRow,
@@ -59,37 +72,14 @@ impl JobExecutor {
         // Shared with the worker's `Job` and then the completer: never deep-copied.
         let job = Arc::new(job);
         let started = Instant::now();
-        let outcome = match self.workers.get(&job.kind) {
-            None => Outcome::Retry {
-                delay: self.retry_policy.next_retry(job.attempt),
-                error: format!(
-                    "no worker registered for kind {:?} in this client",
-                    job.kind
-                ),
-                panic: false,
-            },
-            Some(worker) => {
-                let run = worker.run(
-                    Arc::clone(&job),
-                    self.schema.clone(),
-                    cancel.clone(),
-                    self.default_timeout,
-                );
-                tokio::select! {
-                    biased;
-                    result = run => self.outcome(&job, result),
-                    () = kill.cancelled() => Outcome::Interrupt,
-                    () = cancel.cancelled() => Outcome::Cancel {
-                        error: "cancelled by an operator while running".to_owned(),
-                    },
-                }
-            }
+        let attempt = Attempt {
+            executor: self,
+            job: &job,
+            kill,
+            cancel,
         };
-        if let Outcome::Retry { error, .. } = &outcome {
-            warn!(job_id = job.id.0, kind = %job.kind, attempt = job.attempt, %error, "job attempt failed");
-        } else {
-            debug!(job_id = job.id.0, kind = %job.kind, ?outcome, "job attempt finished");
-        }
+        let chain = self.middleware.for_kind(&job.kind);
+        let outcome = self.tracing.work(&job, Next::new(chain, &attempt)).await;
         let completion = Completion {
             job,
             outcome,
@@ -147,6 +137,59 @@ impl JobExecutor {
                 error,
                 panic: false,
             },
+        }
+    }
+}
+
+/// One attempt on its way through the middleware chain to the worker.
+pub(crate) struct Attempt<'a> {
+    executor: &'a JobExecutor,
+    job: &'a Arc<JobRow>,
+    kill: &'a CancellationToken,
+    cancel: &'a CancellationToken,
+}
+
+impl Attempt<'_> {
+    pub(crate) fn job(&self) -> &JobRow {
+        self.job
+    }
+
+    /// Runs the worker under the job's timeout, catching panics; a hard stop interrupts it and an
+    /// operator's cancel cancels it.
+    pub(crate) async fn run_worker(&self) -> Outcome {
+        let (executor, job) = (self.executor, self.job);
+        let Some(worker) = executor.workers.get(&job.kind) else {
+            return Outcome::Retry {
+                delay: executor.retry_policy.next_retry(job.attempt),
+                error: format!(
+                    "no worker registered for kind {:?} in this client",
+                    job.kind
+                ),
+                panic: false,
+            };
+        };
+        let run = worker.run(
+            Arc::clone(job),
+            executor.schema.clone(),
+            self.cancel.clone(),
+            executor.default_timeout,
+        );
+        tokio::select! {
+            biased;
+            result = run => executor.outcome(job, result),
+            () = self.kill.cancelled() => Outcome::Interrupt,
+            () = self.cancel.cancelled() => Outcome::Cancel {
+                error: "cancelled by an operator while running".to_owned(),
+            },
+        }
+    }
+
+    /// The outcome of an attempt whose middleware panicked: a failed attempt, retried.
+    pub(crate) fn middleware_panicked(&self, panic: &(dyn Any + Send)) -> Outcome {
+        Outcome::Retry {
+            delay: self.executor.retry_policy.next_retry(self.job.attempt),
+            error: format!("middleware panicked: {}", panic_message(panic)),
+            panic: true,
         }
     }
 }

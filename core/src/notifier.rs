@@ -11,11 +11,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use metrics::Counter;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, info, info_span, warn};
+use tracing::{Instrument, debug, debug_span, info, info_span, warn};
 
 use crate::driver::{Driver, Listener, ListenerEvent, Notification};
+use crate::engine_metrics::{MetricsSink, NOTIFIER_RECONNECTS};
 use crate::error::Result;
 use crate::job::JobId;
 use crate::queue_handle::QueueHandle;
@@ -120,15 +122,22 @@ pub(crate) struct Notifier<D: Driver> {
     driver: D,
     schema: Schema,
     router: NotificationRouter,
+    reconnects: Counter,
 }
 
 impl<D: Driver> Notifier<D> {
-    /// A notifier for `schema`'s topics.
-    pub(crate) fn new(driver: D, schema: Schema, router: NotificationRouter) -> Self {
+    /// A notifier for `schema`'s topics, counting its reconnects in `metrics`.
+    pub(crate) fn new(
+        driver: D,
+        schema: Schema,
+        router: NotificationRouter,
+        metrics: MetricsSink,
+    ) -> Self {
         Notifier {
             driver,
             schema,
             router,
+            reconnects: metrics.counter(NOTIFIER_RECONNECTS, &[]),
         }
     }
 
@@ -142,14 +151,28 @@ impl<D: Driver> Notifier<D> {
                 .collect();
             let mut backoff = Backoff::new();
             let mut listener: Option<D::Listener> = None;
+            // Every open after the first is a reconnect.
+            let mut opened_before = false;
             loop {
                 if stop.is_cancelled() {
                     return;
                 }
                 let l = match listener.as_mut() {
                     Some(l) => l,
-                    None => match self.open(&channels).await {
+                    None => match self
+                        .open(&channels)
+                        .instrument(debug_span!(
+                            "pgmill.notifier_connect",
+                            reconnect = opened_before
+                        ))
+                        .await
+                    {
                         Ok(l) => {
+                            if opened_before {
+                                self.reconnects.increment(1);
+                                info!("listener reopened; producers re-poll");
+                            }
+                            opened_before = true;
                             backoff.reset();
                             // Anything sent before we listened was missed.
                             self.router.resync();
@@ -172,6 +195,7 @@ impl<D: Driver> Notifier<D> {
                             self.router.route(&self.schema, &n);
                         }
                         Ok(ListenerEvent::Reconnected) => {
+                            self.reconnects.increment(1);
                             info!("listener reconnected; producers re-poll");
                             backoff.reset();
                             self.router.resync();

@@ -13,14 +13,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use metrics::Histogram;
 use rand::Rng;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::field::Empty;
+use tracing::{Instrument, debug, debug_span, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
+use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, MetricsSink};
 use crate::error::{Error, Result, with_timeout};
 use crate::in_flight::InFlight;
 use crate::job_executor::JobExecutor;
@@ -57,6 +60,8 @@ pub(crate) struct ProducerConfig {
     pub(crate) poll_only: bool,
     /// How often the queue's row is refreshed when notifications are on.
     pub(crate) refresh_interval: Duration,
+    /// Where claim metrics go.
+    pub(crate) metrics: MetricsSink,
 }
 
 /// Fetches one queue's jobs into its worker slots and runs them.
@@ -69,6 +74,8 @@ pub(crate) struct Producer<D: Driver> {
     executor: Arc<JobExecutor>,
     handle: Arc<QueueHandle>,
     in_flight: Arc<InFlight>,
+    claim_seconds: Histogram,
+    claim_jobs: Histogram,
 }
 
 impl<D: Driver> Producer<D> {
@@ -82,7 +89,10 @@ impl<D: Driver> Producer<D> {
         handle: Arc<QueueHandle>,
         in_flight: Arc<InFlight>,
     ) -> Self {
+        let labels = [("queue", queue.as_str())];
         Producer {
+            claim_seconds: config.metrics.histogram(CLAIM_SECONDS, &labels),
+            claim_jobs: config.metrics.histogram(CLAIM_JOBS, &labels),
             driver,
             queue,
             max_workers,
@@ -201,6 +211,8 @@ impl<D: Driver> Producer<D> {
                 return Ok(());
             }
             let limit = free.min(self.config.fetch_limit);
+            let span = debug_span!("pgmill.claim", queue = %self.queue, limit, num_jobs = Empty);
+            let started = Instant::now();
             let jobs = with_timeout("fetch", async {
                 let conn = match &mut lease {
                     Some(conn) => conn,
@@ -215,8 +227,12 @@ impl<D: Driver> Producer<D> {
                 )
                 .await
             })
+            .instrument(span.clone())
             .await?;
             let fetched = jobs.len();
+            span.record("num_jobs", fetched);
+            self.claim_seconds.record(started.elapsed().as_secs_f64());
+            self.claim_jobs.record(fetched as f64);
             self.in_flight
                 .add_all(jobs.iter().map(|j| (j.id, j.attempt)));
             // Each job's own token: an operator's cancel request cancels it, and so does a hard

@@ -15,6 +15,7 @@ use crate::maintenance::{
     DEFAULT_PERIODIC_INTERVAL, JobCleanerConfig, JobRescuerConfig, JobSchedulerConfig,
     QueueCleanerConfig,
 };
+use crate::middleware::{MetricsConfig, Middleware, MiddlewareStack, TracePropagator};
 use crate::periodic::PeriodicJob;
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
@@ -102,6 +103,14 @@ pub struct Config {
     pub periodic_interval: Duration,
     /// Time before a panicked service is restarted. Default 10 s.
     pub supervisor_backoff: Duration,
+    /// pgmill's metrics, through the `metrics` facade: per-attempt and insert metrics (the
+    /// [`JobMetrics`](crate::middleware::JobMetrics) middleware), the engine's own (claims,
+    /// completer flushes, rescues, reconnects, leadership) and the queue gauges the leader
+    /// samples. `None` emits none. Default `None`.
+    pub metrics: Option<MetricsConfig>,
+    /// Carries the inserting span's trace context to the spans of the job's attempts, through the
+    /// job's metadata. Default `None`.
+    pub trace_propagator: Option<Arc<dyn TracePropagator>>,
 }
 
 impl Default for Config {
@@ -129,6 +138,8 @@ impl Default for Config {
             periodic_jobs: Vec::new(),
             periodic_interval: DEFAULT_PERIODIC_INTERVAL,
             supervisor_backoff: DEFAULT_SUPERVISOR_BACKOFF,
+            metrics: None,
+            trace_propagator: None,
         }
     }
 }
@@ -192,6 +203,13 @@ impl Config {
         if self.queue_refresh_interval.is_zero() {
             return invalid("queue_refresh_interval must be positive".into());
         }
+        if self
+            .metrics
+            .as_ref()
+            .is_some_and(|m| m.sample_interval.is_zero())
+        {
+            return invalid("metrics sample_interval must be positive".into());
+        }
         if self.event_buffer == 0 {
             return invalid("event_buffer must be at least 1".into());
         }
@@ -226,6 +244,7 @@ pub struct ClientBuilder<D: Driver> {
     driver: D,
     config: Config,
     workers: Workers,
+    middleware: MiddlewareStack,
     error: Option<Error>,
 }
 
@@ -235,6 +254,7 @@ impl<D: Driver> ClientBuilder<D> {
             driver,
             config: Config::default(),
             workers: Workers::new(),
+            middleware: MiddlewareStack::default(),
             error: None,
         }
     }
@@ -369,6 +389,34 @@ impl<D: Driver> ClientBuilder<D> {
         self
     }
 
+    /// Registers `middleware` around every attempt and every insert, inside those registered
+    /// before (see [`middleware`](crate::middleware)).
+    pub fn middleware(mut self, middleware: impl Middleware) -> Self {
+        self.middleware.push(None, Arc::new(middleware));
+        self
+    }
+
+    /// Registers `middleware` around the attempts and inserts of kind `A::KIND` only, in
+    /// registration order with the middleware for every kind.
+    pub fn middleware_for<A: JobArgs>(mut self, middleware: impl Middleware) -> Self {
+        self.middleware
+            .push(Some(A::KIND.to_owned()), Arc::new(middleware));
+        self
+    }
+
+    /// Turns pgmill's metrics on (see [`Config::metrics`] and
+    /// [`METRICS`](crate::middleware::METRICS)).
+    pub fn metrics(mut self, metrics: MetricsConfig) -> Self {
+        self.config.metrics = Some(metrics);
+        self
+    }
+
+    /// Sets the trace propagator (see [`TracePropagator`]).
+    pub fn trace_propagator(mut self, propagator: impl TracePropagator) -> Self {
+        self.config.trace_propagator = Some(Arc::new(propagator));
+        self
+    }
+
     /// Allows or refuses inserting kinds without a worker in this client.
     pub fn reject_unknown_kinds(mut self, reject: bool) -> Self {
         self.config.reject_unknown_kinds = reject;
@@ -392,6 +440,7 @@ impl<D: Driver> ClientBuilder<D> {
             self.driver,
             self.config,
             self.workers,
+            self.middleware,
             known,
         ))
     }

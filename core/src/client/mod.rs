@@ -21,6 +21,7 @@ use crate::completer::{BatchCompleter, CompleterStats};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
 use crate::elector::Elector;
+use crate::engine_metrics::MetricsSink;
 use crate::error::Result;
 use crate::event::{EventSender, Subscription};
 use crate::heartbeat::Heartbeat;
@@ -30,6 +31,7 @@ use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
 use crate::maintenance::{PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig};
+use crate::middleware::{JobMetrics, JobTracing, MetricsConfig, MiddlewareStack};
 use crate::migrator::{MigrateReport, Migrator};
 use crate::notifier::{NotificationRouter, Notifier};
 use crate::post_commit_notifier::PostCommitNotifier;
@@ -82,6 +84,9 @@ struct ClientInner<D: Driver> {
     is_leader: Arc<watch::Sender<bool>>,
     in_flight: Arc<InFlight>,
     running: Mutex<Option<Running>>,
+    /// Every middleware attempts and inserts run through (the metrics middleware first).
+    middleware: MiddlewareStack,
+    metrics: MetricsSink,
 }
 
 /// The tasks of a started client.
@@ -126,10 +131,22 @@ impl<D: Driver> Client<D> {
         driver: D,
         config: Config,
         workers: Workers,
+        registered: MiddlewareStack,
         known_kinds: Option<BTreeSet<String>>,
     ) -> Self {
+        let metrics = config
+            .metrics
+            .as_ref()
+            .map_or_else(MetricsSink::off, MetricsConfig::sink);
+        let mut middleware = MiddlewareStack::default();
+        if metrics.is_on() {
+            metrics.describe();
+            middleware.push(None, Arc::new(JobMetrics::with_sink(metrics.clone())));
+        }
+        middleware.append(registered);
         let mut inserter = Inserter::new(config.schema.clone())
-            .with_notify_cooldown(config.insert_notify_cooldown);
+            .with_notify_cooldown(config.insert_notify_cooldown)
+            .with_hooks(middleware.clone(), config.trace_propagator.clone());
         if let Some(kinds) = known_kinds {
             inserter = inserter.with_known_kinds(kinds);
         }
@@ -154,6 +171,8 @@ impl<D: Driver> Client<D> {
                 is_leader: Arc::new(watch::Sender::new(false)),
                 in_flight: Arc::default(),
                 running: Mutex::new(None),
+                middleware,
+                metrics,
             }),
         }
     }
@@ -239,6 +258,7 @@ impl<D: Driver> Client<D> {
             Arc::clone(&inner.in_flight),
             Arc::clone(&inner.events),
             Arc::clone(&inner.stats),
+            inner.metrics.clone(),
         );
         completer.start(batch_completer.run(rx, stopping)).await;
         let executor = Arc::new(JobExecutor::new(
@@ -247,6 +267,8 @@ impl<D: Driver> Client<D> {
             Arc::clone(&cfg.retry_policy),
             cfg.job_timeout,
             tx,
+            JobTracing::new(cfg.trace_propagator.clone()),
+            inner.middleware.clone(),
         ));
         let producer_config = ProducerConfig {
             client_id: inner.id.clone(),
@@ -254,6 +276,7 @@ impl<D: Driver> Client<D> {
             poll_interval: cfg.poll_interval,
             poll_only: self.poll_only(),
             refresh_interval: cfg.queue_refresh_interval,
+            metrics: inner.metrics.clone(),
         };
         let kill = CancellationToken::new();
         let mut producers = Vec::new();
@@ -287,7 +310,12 @@ impl<D: Driver> Client<D> {
                     inner.queues.clone(),
                     Some(Arc::new(move |_payload: &str| kick.notify_one())),
                 );
-                let notifier = Notifier::new(inner.driver.clone(), cfg.schema.clone(), router);
+                let notifier = Notifier::new(
+                    inner.driver.clone(),
+                    cfg.schema.clone(),
+                    router,
+                    inner.metrics.clone(),
+                );
                 background.push(
                     spawn_supervised("notifier", backoff, move |stop| notifier.clone().run(stop))
                         .await,
@@ -328,6 +356,7 @@ impl<D: Driver> Client<D> {
             cfg.elector.clone(),
             Arc::clone(&inner.is_leader),
             kick,
+            inner.metrics.clone(),
         );
         let maintainer = QueueMaintainer::new(
             inner.driver.clone(),
@@ -342,6 +371,8 @@ impl<D: Driver> Client<D> {
                     jobs: cfg.periodic_jobs.clone(),
                 },
                 supervisor_backoff: cfg.supervisor_backoff,
+                metrics: inner.metrics.clone(),
+                sample_interval: cfg.metrics.as_ref().map(|m| m.sample_interval),
             },
             inner.inserter.clone(),
             inner.queues.clone(),

@@ -11,6 +11,7 @@ use tracing::{Instrument, info, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
+use crate::engine_metrics::{JOBS_RESCUED, MetricsSink};
 use crate::error::{Error, Result};
 use crate::job::JobState;
 use crate::query::{
@@ -75,6 +76,7 @@ pub struct JobRescuer<D: Driver> {
     schema: Schema,
     config: JobRescuerConfig,
     missing_since: Arc<Mutex<HashMap<String, Instant>>>,
+    metrics: MetricsSink,
 }
 
 impl<D: Driver> JobRescuer<D> {
@@ -98,7 +100,14 @@ impl<D: Driver> JobRescuer<D> {
             schema,
             config,
             missing_since: Arc::default(),
+            metrics: MetricsSink::off(),
         })
+    }
+
+    /// Counts rescued jobs in `metrics`.
+    pub(crate) fn with_metrics(mut self, metrics: MetricsSink) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// One pass.
@@ -144,6 +153,12 @@ impl<D: Driver> JobRescuer<D> {
             let rows: Vec<RescuedRow> = conn.query_as(&stmt).await?;
             let mut queues = BTreeMap::new();
             for r in &rows {
+                self.metrics
+                    .counter(
+                        JOBS_RESCUED,
+                        &[("queue", &r.queue), ("state", r.state.as_str())],
+                    )
+                    .increment(1);
                 if r.state == JobState::Discarded {
                     result.num_jobs_discarded += 1;
                 } else {

@@ -15,6 +15,7 @@ mod job_scheduler;
 mod periodic_enqueuer;
 mod queue_cleaner;
 mod queue_maintainer;
+mod queue_sampler;
 
 pub use job_cleaner::{
     DEFAULT_CANCELLED_RETENTION, DEFAULT_COMPLETED_RETENTION, DEFAULT_DISCARDED_RETENTION,

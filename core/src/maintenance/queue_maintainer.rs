@@ -12,7 +12,9 @@ use super::job_rescuer::{JobRescuer, JobRescuerConfig};
 use super::job_scheduler::{JobScheduler, JobSchedulerConfig};
 use super::periodic_enqueuer::{PeriodicEnqueuer, PeriodicEnqueuerConfig};
 use super::queue_cleaner::{QueueCleaner, QueueCleanerConfig};
+use super::queue_sampler::QueueSampler;
 use crate::driver::Driver;
+use crate::engine_metrics::MetricsSink;
 use crate::error::Result;
 use crate::inserter::Inserter;
 use crate::queue_handle::QueueHandle;
@@ -29,16 +31,21 @@ pub(crate) struct QueueMaintainerConfig {
     pub(crate) periodic: PeriodicEnqueuerConfig,
     /// Time before a failed service is restarted.
     pub(crate) supervisor_backoff: Duration,
+    /// Where the rescuer's and the queue sampler's metrics go.
+    pub(crate) metrics: MetricsSink,
+    /// How often the queue sampler runs; `None` runs no sampler (metrics off).
+    pub(crate) sample_interval: Option<Duration>,
 }
 
-/// The services that run only while this client leads: scheduler, rescuer, cleaners and the
-/// periodic enqueuer, each under a supervisor.
+/// The services that run only while this client leads: scheduler, rescuer, cleaners, the
+/// periodic enqueuer and (with metrics on) the queue sampler, each under a supervisor.
 pub(crate) struct QueueMaintainer<D: Driver> {
     scheduler: JobScheduler<D>,
     rescuer: JobRescuer<D>,
     cleaner: JobCleaner<D>,
     queue_cleaner: QueueCleaner<D>,
     periodic: PeriodicEnqueuer<D>,
+    sampler: Option<QueueSampler<D>>,
     /// The client's queues, woken when the scheduler makes jobs of theirs available.
     queues: HashMap<String, Arc<QueueHandle>>,
     backoff: Duration,
@@ -57,9 +64,20 @@ impl<D: Driver> QueueMaintainer<D> {
         inserter: Inserter,
         queues: HashMap<String, Arc<QueueHandle>>,
     ) -> Result<Self> {
+        let sampler = match config.sample_interval {
+            Some(interval) => Some(QueueSampler::new(
+                driver.clone(),
+                schema.clone(),
+                interval,
+                config.metrics.clone(),
+            )?),
+            None => None,
+        };
         Ok(QueueMaintainer {
             scheduler: JobScheduler::new(driver.clone(), schema.clone(), config.scheduler)?,
-            rescuer: JobRescuer::new(driver.clone(), schema.clone(), config.rescuer)?,
+            rescuer: JobRescuer::new(driver.clone(), schema.clone(), config.rescuer)?
+                .with_metrics(config.metrics),
+            sampler,
             cleaner: JobCleaner::new(driver.clone(), schema.clone(), config.cleaner)?,
             queue_cleaner: QueueCleaner::new(driver.clone(), schema.clone(), config.queue_cleaner)?,
             periodic: PeriodicEnqueuer::new(driver, schema, inserter, config.periodic)?,
@@ -108,6 +126,12 @@ impl<D: Driver> QueueMaintainer<D> {
             tasks.spawn(supervise("periodic_enqueuer", b, t.clone(), move || {
                 periodic.clone().run(t.clone())
             }));
+            if let Some(sampler) = &self.sampler {
+                let (sampler, t) = (sampler.clone(), term.clone());
+                tasks.spawn(supervise("queue_sampler", b, t.clone(), move || {
+                    sampler.clone().run(t.clone())
+                }));
+            }
             while *is_leader.borrow_and_update() {
                 tokio::select! {
                     () = stop.cancelled() => break,

@@ -1,6 +1,7 @@
 //! Queries on `pgmill_queue`, and control and insert notifications.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -41,6 +42,9 @@ pub struct QueueRow {
     /// many finished jobs the table keeps. List those with
     /// [`Client::job_list`](crate::Client::job_list).
     pub counts: BTreeMap<JobState, i64>,
+    /// How long its oldest due available job has been due (database clock); `None` when it has
+    /// none.
+    pub oldest_available_age: Option<Duration>,
 }
 
 impl FromRow for QueueRow {
@@ -56,6 +60,9 @@ impl FromRow for QueueRow {
             paused_at: row.take("paused_at")?,
             metadata: row.take("metadata")?,
             counts,
+            oldest_available_age: row
+                .take::<Option<i64>>("oldest_available_age_us")?
+                .map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0))),
         })
     }
 }
