@@ -33,7 +33,7 @@ impl<D: Driver> TestContext<D> {
     ///
     /// When the database cannot be reached.
     pub async fn on<H: Harness<Driver = D>>(url: String) -> Self {
-        init_logging();
+        crate::log_capture::init();
         let driver = H::connect(&url, 6).await.expect("driver connects");
         let schema = Schema::new(&testdb::fresh_schema_name()).expect("valid schema name");
         let ctx = TestContext {
@@ -110,17 +110,4 @@ impl<D: Driver> TestContext<D> {
 /// When the database cannot be reached or migrating fails.
 pub async fn migrated<H: Harness>() -> TestContext<H::Driver> {
     TestContext::<H::Driver>::migrated::<H>().await
-}
-
-/// Logs to the test output when `RUST_LOG` is set (e.g. `RUST_LOG=pgmill=debug`).
-fn init_logging() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        if std::env::var_os("RUST_LOG").is_some() {
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-                .with_test_writer()
-                .try_init();
-        }
-    });
 }

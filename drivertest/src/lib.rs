@@ -18,6 +18,8 @@ mod context;
 pub mod doomed;
 mod eventually;
 mod harness;
+pub mod log_capture;
+pub mod metrics_probe;
 pub mod scripted;
 
 pub use context::{TestContext, migrated};
@@ -59,6 +61,21 @@ macro_rules! conformance_suite {
                 soft_stop_waits_for_running_jobs, hard_stop_interrupts_and_gives_back_the_attempt,
                 two_clients_share_work_without_running_a_job_twice,
                 superseded_attempt_reporting_late_changes_nothing, stop_start_cycles_are_safe,
+            }
+            client_tracing {
+                worker_lines_carry_the_job_span_fields,
+                failed_attempts_warn_with_the_error_and_what_happens_next,
+                trace_context_survives_a_retry,
+            }
+            client_middleware {
+                middleware_wraps_attempts_in_registration_order_and_sees_outcomes,
+                kind_middleware_runs_only_for_its_kind, middleware_can_short_circuit_the_worker,
+                a_panicking_middleware_fails_the_attempt_and_the_client_goes_on,
+                insert_hooks_run_on_every_insert_path,
+            }
+            client_metrics {
+                every_metric_is_emitted_with_its_labels,
+                queue_gauges_follow_depth_and_reset_when_leadership_ends,
             }
             client_notify {
                 insert_notification_wakes_an_idle_producer,

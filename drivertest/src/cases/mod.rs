@@ -6,8 +6,11 @@
 pub mod client_admin;
 pub mod client_control;
 pub mod client_insert;
+pub mod client_metrics;
+pub mod client_middleware;
 pub mod client_notify;
 pub mod client_stop;
+pub mod client_tracing;
 pub mod client_work;
 pub mod copy_in;
 pub mod error_sqlstate;

@@ -1,0 +1,242 @@
+//! Metrics: every metric of `pgmill::middleware::METRICS` is emitted with its labels by a client
+//! at work, and the leader's queue gauges follow the queue's depth.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pgmill::driver::{Driver, Executor, Statement};
+use pgmill::maintenance::JobRescuerConfig;
+use pgmill::middleware::{METRICS, MetricsConfig};
+use pgmill::{JobError, JobState};
+use tokio::sync::Notify;
+
+use crate::metrics_probe::MetricsProbe;
+use crate::scripted::{
+    ScriptedWorker, Task, count_in, tagged_driver, terminate_tagged, test_client, wait_for,
+};
+use crate::{Harness, migrated as ctx};
+
+fn metrics(probe: &MetricsProbe) -> MetricsConfig {
+    MetricsConfig::new()
+        .sample_interval(Duration::from_millis(100))
+        .recorder(probe.recorder())
+}
+
+const TASK: [(&str, &str); 2] = [("kind", "task"), ("queue", "default")];
+
+fn outcome(result: &'static str) -> [(&'static str, &'static str); 3] {
+    [("kind", "task"), ("queue", "default"), ("outcome", result)]
+}
+
+/// A client at work emits every metric in the table with exactly its labels: attempts of every
+/// outcome, inserts, a rescue, a superseded outcome, a listener reconnect, an election, claims,
+/// flushes, the leader's queue gauges and the running gauge.
+pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let tag = format!("{}_metrics", ctx.schema.name());
+    let probe = MetricsProbe::new();
+    let (driver, schema) = (ctx.driver.clone(), ctx.schema.clone());
+    let worker = ScriptedWorker::new(move |run| {
+        let (driver, schema) = (driver.clone(), schema.clone());
+        async move {
+            match run.n {
+                1 if run.attempt == 1 => Err(JobError::retry("once")),
+                2 => Err(JobError::discard("bad input")),
+                3 => {
+                    // A newer attempt took the job over: this attempt's outcome is superseded.
+                    let bump = Statement::new(schema.render(
+                        "UPDATE {schema}.pgmill_job SET attempt = attempt + 1 WHERE id = $1::bigint",
+                    ))
+                    .bind(run.id.0);
+                    let mut conn = driver.acquire().await.expect("a connection");
+                    conn.execute(&bump).await.expect("bumps the attempt");
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
+        }
+    });
+    let mut rescuer = JobRescuerConfig::default();
+    rescuer.interval = Duration::from_millis(200);
+    let client = pgmill::Client::builder(tagged_driver::<H>(&ctx, &tag).await)
+        .schema(ctx.schema.clone())
+        .poll_interval(Duration::from_millis(50))
+        .queue("default", 4)
+        .worker(worker)
+        .rescuer(rescuer)
+        .metrics(metrics(&probe))
+        .build()
+        .unwrap();
+    // A job a dead client ran for two hours: past the hard deadline, the rescuer gives it back.
+    let orphan = client.insert(Task { n: 0 }).await.unwrap();
+    ctx.conn()
+        .await
+        .execute(
+            &ctx.stmt(
+                "UPDATE {schema}.pgmill_job SET state = 'running', attempt = 1, \
+                 attempted_at = now() - interval '2 hours', attempted_by = ARRAY['ghost'] \
+                 WHERE id = $1::bigint",
+            )
+            .bind(orphan.id.0),
+        )
+        .await
+        .unwrap();
+    client.start().await.unwrap();
+    for n in 1..=4 {
+        client.insert(Task { n }).await.unwrap();
+    }
+    wait_for("every job finished", async || {
+        count_in(&ctx, JobState::Completed).await == 3
+            && count_in(&ctx, JobState::Discarded).await == 1
+    })
+    .await;
+    wait_for("the superseded outcome and the leader", async || {
+        probe.counter("pgmill_completer_superseded_total", &[]) == Some(1)
+            && probe.gauge("pgmill_is_leader", &[]) == Some(1.0)
+    })
+    .await;
+    assert!(
+        terminate_tagged(&ctx, &tag).await >= 1,
+        "the client's backends were found"
+    );
+    wait_for("the listener reconnected", async || {
+        probe
+            .counter("pgmill_notifier_reconnects_total", &[])
+            .is_some_and(|n| n >= 1)
+    })
+    .await;
+    wait_for("the leader sampled the final counts", async || {
+        probe.gauge(
+            "pgmill_queue_jobs",
+            &[("queue", "default"), ("state", "completed")],
+        ) == Some(3.0)
+            && probe.gauge(
+                "pgmill_queue_jobs",
+                &[("queue", "default"), ("state", "running")],
+            ) == Some(1.0)
+    })
+    .await;
+
+    for m in METRICS {
+        let sets = probe.label_sets(m.kind, m.name);
+        assert!(!sets.is_empty(), "{} was emitted", m.name);
+        for mut labels in sets {
+            labels.sort();
+            let mut expected: Vec<String> = m.labels.iter().map(|l| (*l).to_owned()).collect();
+            expected.sort();
+            assert_eq!(labels, expected, "labels of {}", m.name);
+        }
+    }
+    let count = |result| probe.counter("pgmill_job_attempts_total", &outcome(result));
+    // The rescued job, the retried one's second attempt, the superseded one and the plain one.
+    assert_eq!(count("completed"), Some(4));
+    assert_eq!(count("retryable"), Some(1));
+    assert_eq!(count("discarded"), Some(1));
+    assert_eq!(
+        count("cancelled"),
+        Some(0),
+        "every outcome's series starts at zero"
+    );
+    assert_eq!(probe.counter("pgmill_jobs_inserted_total", &TASK), Some(5));
+    assert_eq!(
+        probe.counter(
+            "pgmill_jobs_rescued_total",
+            &[("queue", "default"), ("state", "available")]
+        ),
+        Some(1)
+    );
+    assert_eq!(probe.counter("pgmill_leader_elections_total", &[]), Some(1));
+    assert_eq!(probe.observations("pgmill_job_run_seconds", &TASK), Some(6));
+    assert_eq!(
+        probe.observations("pgmill_job_queue_wait_seconds", &TASK),
+        Some(6)
+    );
+    assert_eq!(
+        probe.gauge("pgmill_client_running_jobs", &[("queue", "default")]),
+        Some(0.0)
+    );
+    let claimed = probe
+        .observations("pgmill_claim_jobs", &[("queue", "default")])
+        .unwrap();
+    assert!(claimed >= 1);
+    assert!(
+        probe
+            .observations("pgmill_completer_flush_outcomes", &[])
+            .unwrap()
+            >= 1
+    );
+
+    client.stop().await;
+    assert_eq!(
+        probe.gauge("pgmill_is_leader", &[]),
+        Some(0.0),
+        "a resigned leader reports 0"
+    );
+}
+
+/// The leader's gauges follow a queue's depth (available, running) and the age of its oldest
+/// available job, and go back to 0 when the client stops leading.
+pub async fn queue_gauges_follow_depth_and_reset_when_leadership_ends<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let probe = MetricsProbe::new();
+    let release = Arc::new(Notify::new());
+    let gate = Arc::clone(&release);
+    let worker = ScriptedWorker::new(move |run| {
+        let gate = Arc::clone(&gate);
+        async move {
+            if run.n == 0 {
+                gate.notified().await;
+            }
+            Ok(())
+        }
+    });
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .worker(worker)
+        .job_timeout(None)
+        .metrics(metrics(&probe))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client.insert(Task { n: 0 }).await.unwrap();
+    wait_for("the blocking job runs", async || {
+        count_in(&ctx, JobState::Running).await == 1
+    })
+    .await;
+    for n in 1..=3 {
+        client.insert(Task { n }).await.unwrap();
+    }
+    let gauge = |state: &str| {
+        probe.gauge(
+            "pgmill_queue_jobs",
+            &[("queue", "default"), ("state", state)],
+        )
+    };
+    let oldest = || {
+        probe.gauge(
+            "pgmill_queue_oldest_available_seconds",
+            &[("queue", "default")],
+        )
+    };
+    wait_for(
+        "three waiting behind one running, the oldest aging",
+        async || {
+            gauge("available") == Some(3.0)
+                && gauge("running") == Some(1.0)
+                && oldest().is_some_and(|s| s > 0.0)
+        },
+    )
+    .await;
+    assert_eq!(
+        probe.gauge("pgmill_client_running_jobs", &[("queue", "default")]),
+        Some(1.0)
+    );
+    assert_eq!(gauge("pending"), Some(0.0), "every state is reported");
+    release.notify_one();
+    wait_for("the queue drained", async || {
+        gauge("completed") == Some(4.0) && gauge("available") == Some(0.0) && oldest() == Some(0.0)
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(gauge("completed"), Some(0.0), "a former leader reports 0");
+}
