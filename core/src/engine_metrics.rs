@@ -179,7 +179,7 @@ pub const METRICS: &[MetricInfo] = &[
         MetricKind::Gauge,
         Unit::Count,
         &["queue", "state"],
-        "jobs per queue and state, sampled by the leader (other clients report 0 once they stop leading, so sum or max over clients)",
+        "jobs per queue and live state (available, scheduled, pending, running, retryable), sampled by the leader; other clients report 0 once they stop leading",
     ),
     info(
         QUEUE_OLDEST_AVAILABLE,

@@ -11,8 +11,7 @@ use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE};
 use crate::error::{Error, Result};
-use crate::job::JobState;
-use crate::query::{QueueRow, queue_list};
+use crate::query::{LIVE_STATES, QueueRow, queue_list};
 use crate::schema::Schema;
 
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -26,7 +25,8 @@ pub(crate) struct QueueSamplerRunOnceResult {
     pub(crate) num_queues: usize,
 }
 
-/// Sets `pgmill_queue_jobs` (per queue and state) and `pgmill_queue_oldest_available_seconds`
+/// Sets `pgmill_queue_jobs` (per queue and live state: available, scheduled, pending, running,
+/// retryable) and `pgmill_queue_oldest_available_seconds`
 /// (per queue) from `queue_list`, every `interval`, while this client leads. When the term ends
 /// it sets every gauge it set back to 0, so only the leader reports non-zero values.
 #[derive(Debug, Clone)]
@@ -80,7 +80,7 @@ impl<D: Driver> QueueSampler<D> {
         .map_err(|_| Error::Timeout("queue sampler pass"))??;
         let mut sampled = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
         for q in &queues {
-            for state in JobState::ALL {
+            for state in LIVE_STATES {
                 let n = q.counts.get(&state).copied().unwrap_or(0);
                 self.metrics
                     .gauge(QUEUE_JOBS, &[("queue", &q.name), ("state", state.as_str())])
@@ -101,7 +101,7 @@ impl<D: Driver> QueueSampler<D> {
     fn zero(&self) {
         let mut sampled = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
         for queue in std::mem::take(&mut *sampled) {
-            for state in JobState::ALL {
+            for state in LIVE_STATES {
                 self.metrics
                     .gauge(QUEUE_JOBS, &[("queue", &queue), ("state", state.as_str())])
                     .set(0.0);

@@ -29,6 +29,7 @@ pub(crate) use periodic::{
     DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_list,
     periodic_set_paused, periodic_upsert,
 };
+pub(crate) use queue::LIVE_STATES;
 pub use queue::QueueRow;
 pub(crate) use queue::{
     QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list, queue_pause,

@@ -108,8 +108,8 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
     wait_for("the leader sampled the final counts", async || {
         probe.gauge(
             "pgmill_queue_jobs",
-            &[("queue", "default"), ("state", "completed")],
-        ) == Some(3.0)
+            &[("queue", "default"), ("state", "available")],
+        ) == Some(0.0)
             && probe.gauge(
                 "pgmill_queue_jobs",
                 &[("queue", "default"), ("state", "running")],
@@ -231,12 +231,26 @@ pub async fn queue_gauges_follow_depth_and_reset_when_leadership_ends<H: Harness
         probe.gauge("pgmill_client_running_jobs", &[("queue", "default")]),
         Some(1.0)
     );
-    assert_eq!(gauge("pending"), Some(0.0), "every state is reported");
+    assert_eq!(gauge("pending"), Some(0.0), "every live state is reported");
+    assert_eq!(gauge("completed"), None, "finished jobs are not gauged");
     release.notify_one();
     wait_for("the queue drained", async || {
-        gauge("completed") == Some(4.0) && gauge("available") == Some(0.0) && oldest() == Some(0.0)
+        count_in(&ctx, JobState::Completed).await == 4
+            && gauge("available") == Some(0.0)
+            && gauge("running") == Some(0.0)
+            && oldest() == Some(0.0)
     })
     .await;
-    client.stop().await;
-    assert_eq!(gauge("completed"), Some(0.0), "a former leader reports 0");
+    // A job that is running or available whenever the leader samples, until it stops leading.
+    client.insert(Task { n: 0 }).await.unwrap();
+    wait_for("the blocking job runs again", async || {
+        gauge("running") == Some(1.0)
+    })
+    .await;
+    client.stop_and_cancel().await;
+    assert_eq!(
+        (gauge("running"), gauge("available")),
+        (Some(0.0), Some(0.0)),
+        "a former leader reports 0"
+    );
 }
