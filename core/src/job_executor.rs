@@ -78,8 +78,18 @@ impl JobExecutor {
             kill,
             cancel,
         };
-        let chain = self.middleware.for_kind(&job.kind);
-        let outcome = self.tracing.work(&job, Next::new(chain, &attempt)).await;
+        let outcome = if kill.is_cancelled() {
+            // A buffered job whose stop or cancel came before it started never runs (nor passes
+            // through middleware: there is no attempt to wrap).
+            Outcome::Interrupt
+        } else if cancel.is_cancelled() {
+            Outcome::Cancel {
+                error: "cancelled by an operator before it started".to_owned(),
+            }
+        } else {
+            let chain = self.middleware.for_kind(&job.kind);
+            self.tracing.work(&job, Next::new(chain, &attempt)).await
+        };
         let completion = Completion {
             job,
             outcome,
@@ -89,6 +99,20 @@ impl JobExecutor {
         if self.completer.send(completion).await.is_err() {
             // Only when the completer is gone, which the client prevents while jobs run.
             warn!("completer closed; outcome not recorded, the rescuer will recover the job");
+        }
+    }
+
+    /// Gives a claimed job that never started back to its queue: recorded as an interrupted
+    /// attempt (available again, attempt given back), or cancelled if an operator asked for it.
+    pub(crate) async fn release(&self, job: JobRow) {
+        let completion = Completion {
+            job: Arc::new(job),
+            outcome: Outcome::Interrupt,
+            run_time: Duration::ZERO,
+            finished_at: Instant::now(),
+        };
+        if self.completer.send(completion).await.is_err() {
+            warn!("completer closed; a buffered job stays claimed until the rescuer recovers it");
         }
     }
 

@@ -1,16 +1,28 @@
-//! One producer per queue: fetches jobs into free worker slots and runs them.
+//! One producer per queue: claims jobs, keeps a small buffer of claimed jobs ahead of its worker
+//! slots, and runs them.
 //!
-//! A fetch claims `min(free slots, fetch limit)` jobs in one statement. The producer fetches when
-//! woken (an insert notification, an insert by this process, a finished job freeing a slot, a
-//! resume) or when the poll timer fires (with jitter), and again at once after a full batch. It
-//! never abandons a fetch midway: stop signals are only looked at between fetches, so no claimed
-//! row is left stranded.
+//! A fetch claims up to `free slots + prefetch - buffered` jobs (at most the fetch limit) in one
+//! statement. Claimed jobs start at once in free slots; the rest wait in the producer's buffer,
+//! and a slot whose job ends takes the next buffered job itself, without waiting for the
+//! producer. The producer fetches when woken (an insert notification, an insert by this process,
+//! a slot freed, the buffer down to half, a resume) or when the poll timer fires (with jitter),
+//! and again at once after a full batch, so with few workers a claim still fetches many jobs and
+//! the next claim is under way before the buffer runs dry.
+//!
+//! A buffered job is claimed like a running one: `running` in the table, its attempt counted,
+//! owned by this client, covered by its heartbeat (and rescued if the client dies). Its timeout
+//! starts only when it starts. A soft stop, a hard stop and a pause give buffered jobs back to
+//! `available` without using up their attempt (as an interrupted attempt is given back); an
+//! operator's cancel of a buffered job cancels it without running it. The producer never abandons
+//! a fetch midway: stop signals are only looked at between fetches, so no claimed row is left
+//! stranded.
 //!
 //! The producer registers its queue in `pgmill_queue` at start (starting paused if the queue is
 //! paused) and refreshes the row periodically. Pause, resume and cancel arrive through the
 //! notifier; in poll-only mode the producer reads them on every poll instead.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use metrics::Histogram;
@@ -26,6 +38,7 @@ use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, MetricsSink};
 use crate::error::{Error, Result, with_timeout};
 use crate::in_flight::InFlight;
+use crate::job::JobRow;
 use crate::job_executor::JobExecutor;
 use crate::query::{
     IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
@@ -54,6 +67,8 @@ pub(crate) struct ProducerConfig {
     pub(crate) client_id: String,
     /// Most jobs one fetch claims.
     pub(crate) fetch_limit: usize,
+    /// Claimed jobs a producer keeps ready beyond its free slots.
+    pub(crate) prefetch: usize,
     /// Time between polls of an idle producer (plus up to 10 % jitter).
     pub(crate) poll_interval: Duration,
     /// Reads pause state and cancel requests on every poll instead of by notification.
@@ -109,6 +124,7 @@ impl<D: Driver> Producer<D> {
         let span = info_span!("producer", queue = %self.queue);
         async move {
             let slots = Arc::new(Semaphore::new(self.max_workers));
+            let buffer = Arc::new(JobBuffer::default());
             let _kill_watch = AbortOnDrop(tokio::spawn(cancel_running_on_kill(
                 Arc::clone(&self.handle),
                 kill.clone(),
@@ -122,8 +138,10 @@ impl<D: Driver> Producer<D> {
                     self.check_cancel_requests().await;
                     last_refresh = Instant::now();
                 }
-                if !self.handle.is_paused() {
-                    match self.fill_slots(&slots, &kill).await {
+                if self.handle.is_paused() {
+                    self.release_buffered(&buffer, "paused").await;
+                } else {
+                    match self.fill_slots(&slots, &buffer, &kill).await {
                         Ok(()) => backoff = Duration::from_millis(100),
                         Err(e) => {
                             warn!(error = %e, "fetch failed; backing off");
@@ -155,6 +173,8 @@ impl<D: Driver> Producer<D> {
                     last_refresh = Instant::now();
                 }
             }
+            // Buffered jobs never started: they go back to their queue, attempt given back.
+            self.release_buffered(&buffer, "stopping").await;
             // Wait for every job this producer started.
             let all = u32::try_from(self.max_workers).unwrap_or(u32::MAX);
             let _ = slots.acquire_many(all).await;
@@ -199,18 +219,53 @@ impl<D: Driver> Producer<D> {
         }
     }
 
-    /// Fetches into free slots until the queue runs dry, no slot is free, or it is paused.
-    async fn fill_slots(&self, slots: &Arc<Semaphore>, kill: &CancellationToken) -> Result<()> {
+    /// Gives every buffered job back to its queue (through the completer, as an interrupted
+    /// attempt: `available`, attempt given back).
+    async fn release_buffered(&self, buffer: &JobBuffer, why: &'static str) {
+        let released = buffer.take_all();
+        if released.is_empty() {
+            return;
+        }
+        debug!(num_jobs = released.len(), why, "giving buffered jobs back");
+        {
+            let mut running = self.handle.lock_running();
+            for b in &released {
+                running.remove(&b.job.id);
+            }
+        }
+        for b in released {
+            self.executor.release(b.job).await;
+        }
+    }
+
+    /// Fetches until the queue runs dry, or every slot is busy and the buffer is at least half
+    /// full, or the queue is paused.
+    async fn fill_slots(
+        &self,
+        slots: &Arc<Semaphore>,
+        buffer: &Arc<JobBuffer>,
+        kill: &CancellationToken,
+    ) -> Result<()> {
         // One connection for a run of back-to-back fetches, back to the pool when this returns.
         let mut lease: Option<ConnectionLease<D>> = None;
         // Shared by the jobs started here: cloning a token locks its node, an `Arc` does not.
         let shared_kill = Arc::new(kill.clone());
+        let prefetch = self.config.prefetch;
         loop {
-            let free = slots.available_permits();
-            if free == 0 || self.handle.is_paused() {
+            if self.handle.is_paused() || kill.is_cancelled() {
                 return Ok(());
             }
-            let limit = free.min(self.config.fetch_limit);
+            let free = slots.available_permits();
+            let buffered = buffer.len();
+            if free == 0 && buffered > prefetch / 2 {
+                return Ok(());
+            }
+            let limit = (free + prefetch)
+                .saturating_sub(buffered)
+                .min(self.config.fetch_limit);
+            if limit == 0 {
+                return Ok(());
+            }
             let span = debug_span!("pgmill.claim", queue = %self.queue, limit, num_jobs = Empty);
             let started = Instant::now();
             let jobs = with_timeout("fetch", async {
@@ -238,29 +293,35 @@ impl<D: Driver> Producer<D> {
             // Each job's own token: an operator's cancel request cancels it, and so does a hard
             // stop (`cancel_running_on_kill`). Not a child of `kill`: children of one token share
             // its lock, which every job's start and end would contend for.
-            let tokens: Vec<CancellationToken> =
-                jobs.iter().map(|_| CancellationToken::new()).collect();
+            let claimed: Vec<Buffered> = jobs
+                .into_iter()
+                .map(|job| Buffered {
+                    job,
+                    cancel: CancellationToken::new(),
+                })
+                .collect();
             {
                 let mut running = self.handle.lock_running();
-                running.extend(jobs.iter().map(|j| j.id).zip(tokens.iter().cloned()));
+                running.extend(claimed.iter().map(|b| (b.job.id, b.cancel.clone())));
             }
             if kill.is_cancelled() {
-                tokens.iter().for_each(CancellationToken::cancel);
+                claimed.iter().for_each(|b| b.cancel.cancel());
             }
-            for (job, cancel) in jobs.into_iter().zip(tokens) {
-                let permit = Arc::clone(slots)
-                    .try_acquire_owned()
-                    .expect("a slot is free for every fetched job");
-                let executor = Arc::clone(&self.executor);
-                let kill = Arc::clone(&shared_kill);
-                let handle = Arc::clone(&self.handle);
-                tokio::spawn(async move {
-                    let id = job.id;
-                    executor.execute(job, &kill, &cancel).await;
-                    handle.lock_running().remove(&id);
+            buffer.push_all(claimed);
+            // Free slots take the oldest buffered jobs first, so jobs start in fetch order.
+            while let Ok(permit) = Arc::clone(slots).try_acquire_owned() {
+                let Some(first) = buffer.pop() else {
                     drop(permit);
-                    handle.wake();
-                });
+                    break;
+                };
+                let slot = Slot {
+                    executor: Arc::clone(&self.executor),
+                    kill: Arc::clone(&shared_kill),
+                    handle: Arc::clone(&self.handle),
+                    buffer: Arc::clone(buffer),
+                    refill_below: prefetch / 2,
+                };
+                tokio::spawn(slot.run(first, permit));
             }
             if fetched < limit {
                 return Ok(());
@@ -269,5 +330,74 @@ impl<D: Driver> Producer<D> {
             // by then, so the next fetch fills their slots too instead of half of them.
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// A claimed job waiting for a slot, with its cancellation token.
+struct Buffered {
+    job: JobRow,
+    cancel: CancellationToken,
+}
+
+/// Claimed jobs not started yet, in fetch order; shared by the producer and its slots.
+#[derive(Default)]
+struct JobBuffer {
+    jobs: Mutex<VecDeque<Buffered>>,
+}
+
+impl JobBuffer {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Buffered>> {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    fn push_all(&self, jobs: Vec<Buffered>) {
+        self.lock().extend(jobs);
+    }
+
+    /// The oldest buffered job, and how many are left after it.
+    fn pop_counted(&self) -> (Option<Buffered>, usize) {
+        let mut jobs = self.lock();
+        let next = jobs.pop_front();
+        (next, jobs.len())
+    }
+
+    fn pop(&self) -> Option<Buffered> {
+        self.pop_counted().0
+    }
+
+    fn take_all(&self) -> Vec<Buffered> {
+        self.lock().drain(..).collect()
+    }
+}
+
+/// One worker slot: runs a job, then the next buffered one, until the buffer is empty.
+struct Slot {
+    executor: Arc<JobExecutor>,
+    kill: Arc<CancellationToken>,
+    handle: Arc<QueueHandle>,
+    buffer: Arc<JobBuffer>,
+    /// The producer is woken to refill when the buffer falls to this many jobs.
+    refill_below: usize,
+}
+
+impl Slot {
+    async fn run(self, first: Buffered, permit: tokio::sync::OwnedSemaphorePermit) {
+        let mut next = Some(first);
+        while let Some(Buffered { job, cancel }) = next {
+            let id = job.id;
+            self.executor.execute(job, &self.kill, &cancel).await;
+            self.handle.lock_running().remove(&id);
+            let (popped, left) = self.buffer.pop_counted();
+            if popped.is_some() && left == self.refill_below {
+                self.handle.wake();
+            }
+            next = popped;
+        }
+        drop(permit);
+        self.handle.wake();
     }
 }

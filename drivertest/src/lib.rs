@@ -92,6 +92,12 @@ macro_rules! conformance_suite {
                 running_jobs_finish_while_paused, cancel_a_running_job_from_another_process,
                 cancelled_job_that_errors_ends_cancelled, pending_jobs_run_only_when_released,
             }
+            producer_prefetch {
+                soft_stop_gives_buffered_jobs_back_without_using_an_attempt,
+                cancel_reaches_a_buffered_job, pause_gives_buffered_jobs_back,
+                buffered_jobs_time_out_from_their_start,
+                a_dead_client_leaves_its_buffered_jobs_rescuable,
+            }
             job_scheduler {
                 due_jobs_become_available_and_keep_their_time,
                 batches_are_bounded_and_repeated, client_runs_a_job_scheduled_ahead,

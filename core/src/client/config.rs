@@ -26,6 +26,8 @@ use super::Client;
 
 /// Default [`Config::fetch_limit`].
 pub(crate) const DEFAULT_FETCH_LIMIT: usize = 100;
+/// Default [`Config::prefetch`].
+pub(crate) const DEFAULT_PREFETCH: usize = 100;
 /// Default [`Config::poll_interval`].
 pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// Default [`Config::job_timeout`].
@@ -57,6 +59,19 @@ pub struct Config {
     pub queues: BTreeMap<String, QueueConfig>,
     /// Most jobs claimed by one fetch. Default 100.
     pub fetch_limit: usize,
+    /// Claimed jobs each queue's producer keeps ready beyond its free worker slots, so that a
+    /// fetch claims many jobs even when few slots are free, and the next fetch is under way
+    /// before the workers run out. The producer fetches again when the buffer is down to half.
+    /// Default 100; 0 claims only as many jobs as there are free slots.
+    ///
+    /// A buffered job is claimed: it is `running` in the table with its attempt counted, owned by
+    /// this client and rescued if the client dies, and the rescuer's hard deadline counts from
+    /// the claim. Its timeout starts when it starts. Stopping, pausing the queue and an
+    /// operator's cancel give buffered jobs back (or cancel them) without running them or using
+    /// up an attempt. Jobs in one client's buffer wait for its workers while other clients may be
+    /// idle, so for long jobs spread over several clients, a small value (or 0) shares them
+    /// better; for many short jobs, keep it at least as large as the fetch limit.
+    pub prefetch: usize,
     /// How often an idle producer polls for jobs (plus up to 10 % jitter). Default 1 s.
     pub poll_interval: Duration,
     /// How long an attempt may run before its work is dropped and the attempt fails, unless the
@@ -120,6 +135,7 @@ impl Default for Config {
             id: None,
             queues: BTreeMap::new(),
             fetch_limit: DEFAULT_FETCH_LIMIT,
+            prefetch: DEFAULT_PREFETCH,
             poll_interval: DEFAULT_POLL_INTERVAL,
             job_timeout: Some(DEFAULT_JOB_TIMEOUT),
             retry_policy: Arc::new(DefaultRetryPolicy),
@@ -166,6 +182,12 @@ impl Config {
         }
         if self.fetch_limit == 0 {
             return invalid("fetch_limit must be at least 1".into());
+        }
+        if self.prefetch > MAX_WORKERS_PER_QUEUE {
+            return invalid(format!(
+                "prefetch {} is above {MAX_WORKERS_PER_QUEUE}",
+                self.prefetch
+            ));
         }
         if self.poll_interval.is_zero() {
             return invalid("poll_interval must be positive".into());
@@ -302,6 +324,13 @@ impl<D: Driver> ClientBuilder<D> {
     /// Sets the fetch limit.
     pub fn fetch_limit(mut self, limit: usize) -> Self {
         self.config.fetch_limit = limit;
+        self
+    }
+
+    /// Sets how many claimed jobs each producer keeps ready beyond its free slots
+    /// ([`Config::prefetch`]; 0: none).
+    pub fn prefetch(mut self, prefetch: usize) -> Self {
+        self.config.prefetch = prefetch;
         self
     }
 

@@ -273,6 +273,7 @@ impl<D: Driver> Client<D> {
         let producer_config = ProducerConfig {
             client_id: inner.id.clone(),
             fetch_limit: cfg.fetch_limit,
+            prefetch: cfg.prefetch,
             poll_interval: cfg.poll_interval,
             poll_only: self.poll_only(),
             refresh_interval: cfg.queue_refresh_interval,

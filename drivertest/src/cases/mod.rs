@@ -22,6 +22,7 @@ pub mod listener;
 pub mod maintenance;
 pub mod migrator;
 pub mod periodic;
+pub mod producer_prefetch;
 pub mod row_decode;
 pub mod transaction;
 pub mod value_round_trip;

@@ -1,0 +1,287 @@
+//! What a producer's buffer of claimed jobs means (`Config::prefetch`): buffered jobs are claimed
+//! (running, attempted, owned, rescued if the client dies), but their timeout starts when they
+//! start, and a soft stop, a pause or an operator's cancel reaches them without running them or
+//! using up their attempt.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pgmill::driver::Executor;
+use pgmill::maintenance::JobRescuerConfig;
+use pgmill::{Client, InsertParams, JobState};
+use tokio::sync::Semaphore;
+
+use crate::doomed::DoomedProcess;
+use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
+use crate::{Harness, TestContext, migrated as ctx};
+
+/// A worker whose job number 0 waits for the gate to open; every other job completes at once.
+fn gated_worker(gate: &Arc<Semaphore>) -> ScriptedWorker {
+    let gate = Arc::clone(gate);
+    ScriptedWorker::new(move |run| {
+        let gate = Arc::clone(&gate);
+        async move {
+            if run.n == 0 {
+                let _open = gate.acquire().await.expect("gate stays open");
+            }
+            Ok(())
+        }
+    })
+}
+
+/// Inserts jobs numbered `0..n`, in that order, in one call.
+async fn insert_numbered<D: pgmill::driver::Driver>(client: &Client<D>, n: i64) {
+    let params: Vec<_> = (0..n)
+        .map(|n| InsertParams::from_args(&Task { n }, None).unwrap())
+        .collect();
+    client.insert_bulk(&params).await.unwrap();
+}
+
+/// `(n, state, attempt)` of every job, by number.
+async fn jobs<D: pgmill::driver::Driver>(ctx: &TestContext<D>) -> Vec<(i64, String, i64)> {
+    let rows = ctx
+        .conn()
+        .await
+        .query(&ctx.stmt(
+            "SELECT (args->>'n')::int8 AS n, state::text AS state, attempt::int8 AS attempt \
+             FROM {schema}.pgmill_job ORDER BY 1",
+        ))
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| {
+            (
+                r.get::<i64>("n").unwrap(),
+                r.get::<String>("state").unwrap(),
+                r.get::<i64>("attempt").unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// With one worker busy, one fetch claims the prefetch too: the buffered jobs are running in the
+/// table, with their attempt counted; a soft stop gives them back to available, attempt
+/// returned, at once (while the busy job still runs), and never runs them.
+pub async fn soft_stop_gives_buffered_jobs_back_without_using_an_attempt<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let gate = Arc::new(Semaphore::new(0));
+    let worker = gated_worker(&gate);
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .prefetch(5)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    insert_numbered(&client, 8).await;
+    client.start().await.unwrap();
+    wait_for("one running and five buffered", async || {
+        count_in(&ctx, JobState::Running).await == 6
+    })
+    .await;
+    let claimed = jobs(&ctx).await;
+    assert!(
+        claimed[..6]
+            .iter()
+            .all(|(_, s, a)| s == "running" && *a == 1),
+        "{claimed:?}"
+    );
+    assert_eq!(worker.total_runs(), 1, "only the first job started");
+    let stopping = tokio::spawn({
+        let client = client.clone();
+        async move { client.stop().await }
+    });
+    wait_for(
+        "buffered jobs given back while the first still runs",
+        async || count_in(&ctx, JobState::Available).await == 7,
+    )
+    .await;
+    gate.add_permits(1);
+    stopping.await.unwrap();
+    let after = jobs(&ctx).await;
+    assert_eq!(after[0], (0, "completed".to_owned(), 1));
+    assert!(
+        after[1..]
+            .iter()
+            .all(|(_, s, a)| s == "available" && *a == 0),
+        "{after:?}"
+    );
+    assert_eq!(worker.total_runs(), 1);
+}
+
+/// An operator's cancel of a buffered job cancels it without running it; the jobs around it run.
+pub async fn cancel_reaches_a_buffered_job<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let gate = Arc::new(Semaphore::new(0));
+    let worker = gated_worker(&gate);
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .prefetch(5)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    insert_numbered(&client, 3).await;
+    client.start().await.unwrap();
+    wait_for("one running and two buffered", async || {
+        count_in(&ctx, JobState::Running).await == 3
+    })
+    .await;
+    let operator = test_client(&ctx).build().unwrap();
+    let page = operator
+        .job_list(&pgmill::JobListParams::new())
+        .await
+        .unwrap();
+    let buffered = page.jobs.iter().find(|j| j.args["n"] == 1).unwrap().id;
+    let cancelled = operator.job_cancel(buffered).await.unwrap().unwrap();
+    assert_eq!(
+        cancelled.state,
+        JobState::Running,
+        "marked, its client told"
+    );
+    // Give the control notification time to arrive before the buffered job's turn comes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    gate.add_permits(1);
+    wait_for("the other two completed", async || {
+        count_in(&ctx, JobState::Completed).await == 2
+    })
+    .await;
+    wait_for("the buffered one cancelled", async || {
+        count_in(&ctx, JobState::Cancelled).await == 1
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(
+        worker.runs().get(&buffered),
+        None,
+        "the cancelled job never ran"
+    );
+    assert_eq!(worker.total_runs(), 2);
+}
+
+/// Pausing the queue gives its buffered jobs back at once; resuming runs them.
+pub async fn pause_gives_buffered_jobs_back<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let gate = Arc::new(Semaphore::new(0));
+    let worker = gated_worker(&gate);
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .prefetch(5)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    insert_numbered(&client, 4).await;
+    client.start().await.unwrap();
+    wait_for("one running and three buffered", async || {
+        count_in(&ctx, JobState::Running).await == 4
+    })
+    .await;
+    client.queue_pause("default").await.unwrap();
+    wait_for(
+        "buffered jobs given back while the first still runs",
+        async || count_in(&ctx, JobState::Available).await == 3,
+    )
+    .await;
+    assert!(
+        jobs(&ctx).await[1..].iter().all(|(_, _, a)| *a == 0),
+        "attempts given back"
+    );
+    gate.add_permits(1);
+    wait_for("the running one completed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    assert_eq!(count_in(&ctx, JobState::Available).await, 3, "paused");
+    client.queue_resume("default").await.unwrap();
+    wait_for("the rest completed after resume", async || {
+        count_in(&ctx, JobState::Completed).await == 4
+    })
+    .await;
+    client.stop().await;
+    assert!(worker.runs().values().all(|&n| n == 1));
+}
+
+/// A buffered job's timeout starts when it starts, not when it was claimed.
+pub async fn buffered_jobs_time_out_from_their_start<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    // Job 0 keeps the only slot for longer than the timeout's margin over job 1's own run.
+    let worker = ScriptedWorker::new(|run| async move {
+        let d = if run.n == 0 { 1_500 } else { 1_000 };
+        tokio::time::sleep(Duration::from_millis(d)).await;
+        Ok(())
+    })
+    .with_timeout(Duration::from_secs(2));
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .prefetch(5)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    insert_numbered(&client, 2).await;
+    client.start().await.unwrap();
+    wait_for("both completed", async || {
+        count_in(&ctx, JobState::Completed).await == 2
+    })
+    .await;
+    client.stop().await;
+    assert!(
+        jobs(&ctx)
+            .await
+            .iter()
+            .all(|(_, s, a)| s == "completed" && *a == 1),
+        "no attempt timed out"
+    );
+}
+
+/// A client that dies holding buffered jobs leaves only rescuable jobs: the rescuer gives every
+/// one back and another client runs them.
+pub async fn a_dead_client_leaves_its_buffered_jobs_rescuable<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let mut rescuer = JobRescuerConfig::default();
+    rescuer.interval = Duration::from_millis(200);
+    rescuer.client_timeout = Duration::from_secs(1);
+    let doomed = DoomedProcess::new();
+    let (url, schema, doomed_rescuer) = (ctx.url.clone(), ctx.schema.clone(), rescuer.clone());
+    doomed
+        .run(async move {
+            let driver = H::connect(&url, 4).await.unwrap();
+            let hang = ScriptedWorker::new(|_| async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok(())
+            });
+            let c = Client::builder(driver)
+                .schema(schema)
+                .queue("default", 1)
+                .prefetch(5)
+                .heartbeat_interval(Duration::from_millis(200))
+                .rescuer(doomed_rescuer)
+                .job_timeout(None)
+                .worker(hang)
+                .build()
+                .unwrap();
+            c.start().await.unwrap();
+            c
+        })
+        .await;
+    let inserter = test_client(&ctx).build().unwrap();
+    insert_numbered(&inserter, 4).await;
+    wait_for(
+        "one running and three buffered in the doomed client",
+        async || count_in(&ctx, JobState::Running).await == 4,
+    )
+    .await;
+    doomed.kill();
+    let worker = ScriptedWorker::ok();
+    let survivor = test_client(&ctx)
+        .queue("default", 4)
+        .heartbeat_interval(Duration::from_millis(200))
+        .rescuer(rescuer)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    survivor.start().await.unwrap();
+    wait_for("every job rescued and completed", async || {
+        count_in(&ctx, JobState::Completed).await == 4
+    })
+    .await;
+    survivor.stop().await;
+    assert_eq!(worker.total_runs(), 4);
+}
