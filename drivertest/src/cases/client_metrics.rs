@@ -190,8 +190,10 @@ pub async fn queue_gauges_follow_depth_and_reset_when_leadership_ends<H: Harness
             Ok(())
         }
     });
+    // No prefetch: the jobs inserted behind the busy one stay available instead of buffered.
     let client = test_client(&ctx)
         .queue("default", 1)
+        .prefetch(0)
         .worker(worker)
         .job_timeout(None)
         .metrics(metrics(&probe))
