@@ -55,6 +55,8 @@ queries! {
     JobInsertOne => "job/job_insert_one.sql",
     JobInsertPlainMany => "job/job_insert_plain_many.sql",
     JobList => "job/job_list.sql",
+    JobListNewest => "job/job_list_newest.sql",
+    JobCountRecentByQueue => "job/job_count_recent_by_queue.sql",
     JobNotifyInsert => "job/job_notify_insert.sql",
     JobReleasePending => "job/job_release_pending.sql",
     JobRetry => "job/job_retry.sql",

@@ -131,7 +131,10 @@ pub use job_args::{InsertOpts, InsertParams, JobArgs};
 pub use migrator::{Direction, MigrateReport, MigrationStatus, Migrator};
 pub use outcome::Outcome;
 pub use periodic::{MissedTicks, PeriodicJob, Schedule};
-pub use query::{JobListPage, JobListParams, LeaderRow, MigrationRow, PeriodicRow, QueueRow};
+pub use query::{
+    JobListPage, JobListParams, JobSummary, JobSummaryPage, JobSummaryParams, LeaderRow,
+    MigrationRow, PeriodicRow, QueueActivity, QueueRow,
+};
 pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
 pub use schema::Schema;
 pub use worker::{BoxError, Job, JobError, Worker, Workers};

@@ -130,6 +130,10 @@ macro_rules! conformance_suite {
                 retry_makes_a_finished_job_available_again,
                 delete_removes_only_jobs_not_running,
             }
+            client_browse {
+                list_newest_pages_backwards_through_every_filter,
+                activity_counts_recent_outcomes_and_the_oldest_wait,
+            }
             value_round_trip {
                 bool_round_trips, int2_round_trips, int4_round_trips, int8_round_trips,
                 float8_round_trips_including_extremes, text_round_trips_non_ascii_and_empty,

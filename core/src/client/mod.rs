@@ -4,6 +4,7 @@
 //! configuration and builder in `config.rs`.
 
 mod admin;
+mod browse;
 mod config;
 
 pub use config::{ClientBuilder, Config, QueueConfig};

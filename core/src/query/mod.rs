@@ -3,10 +3,12 @@
 
 mod client;
 mod job;
+mod job_summary;
 mod leader;
 mod migration;
 mod periodic;
 mod queue;
+mod queue_activity;
 
 pub(crate) use client::{client_delete, client_heartbeat, client_register};
 pub(crate) use job::{
@@ -18,6 +20,8 @@ pub(crate) use job::{
     job_schedule, job_set_completed_many, job_set_state_if_running_many,
 };
 pub use job::{JobListPage, JobListParams};
+pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
+pub(crate) use job_summary::{job_list_newest, job_list_newest_page};
 pub use leader::LeaderRow;
 pub(crate) use leader::{leader_attempt_elect, leader_attempt_reelect, leader_get, leader_resign};
 pub use migration::MigrationRow;
@@ -35,6 +39,8 @@ pub(crate) use queue::{
     QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list, queue_pause,
     queue_resume, queue_upsert,
 };
+pub use queue_activity::QueueActivity;
+pub(crate) use queue_activity::job_count_recent_by_queue;
 
 /// A duration as the microseconds core's SQL takes for intervals (saturating).
 fn micros(d: chrono::TimeDelta) -> i64 {

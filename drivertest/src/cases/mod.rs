@@ -4,6 +4,7 @@
 //! in a `#[tokio::test]`.
 
 pub mod client_admin;
+pub mod client_browse;
 pub mod client_control;
 pub mod client_insert;
 pub mod client_metrics;
