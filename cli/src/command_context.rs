@@ -51,7 +51,7 @@ impl CommandContext {
     /// The connection error, naming the database without its password.
     pub(crate) async fn driver(&self) -> Result<TokioPostgresDriver, CliError> {
         let url = self.url()?;
-        connect_admin(&url).await
+        connect_admin(&url, ADMIN_POOL_SIZE).await
     }
 
     /// An insert-only client over the admin driver, for the queue and job commands.
@@ -60,19 +60,34 @@ impl CommandContext {
     ///
     /// An invalid schema, or the connection error.
     pub(crate) async fn client(&self) -> Result<Client<TokioPostgresDriver>, CliError> {
+        self.client_with_pool(ADMIN_POOL_SIZE).await
+    }
+
+    /// Like [`CommandContext::client`], with a pool of `pool_size` connections.
+    ///
+    /// # Errors
+    ///
+    /// An invalid schema, or the connection error.
+    pub(crate) async fn client_with_pool(
+        &self,
+        pool_size: u32,
+    ) -> Result<Client<TokioPostgresDriver>, CliError> {
         let schema = self.schema()?;
-        let driver = self.driver().await?;
+        let driver = connect_admin(&self.url()?, pool_size).await?;
         Ok(Client::builder(driver).schema(schema).build()?)
     }
 }
 
-/// Connects a small tokio-postgres driver to `url`, with a timeout.
+/// Connects a tokio-postgres driver with a pool of `pool_size` to `url`, with a timeout.
 ///
 /// # Errors
 ///
 /// `cannot connect to <url without password>: <cause>`.
-pub(crate) async fn connect_admin(url: &DatabaseUrl) -> Result<TokioPostgresDriver, CliError> {
-    let connect = TokioPostgresDriver::connect(url.expose(), ADMIN_POOL_SIZE);
+pub(crate) async fn connect_admin(
+    url: &DatabaseUrl,
+    pool_size: u32,
+) -> Result<TokioPostgresDriver, CliError> {
+    let connect = TokioPostgresDriver::connect(url.expose(), pool_size);
     match tokio::time::timeout(CONNECT_TIMEOUT, connect).await {
         Ok(Ok(driver)) => Ok(driver),
         Ok(Err(e)) => Err(CliError::new(

@@ -4,6 +4,7 @@
 //! pgmill migrate up|down|status|sql    versioned schema migrations
 //! pgmill queue list|pause|resume       queues and their job counts
 //! pgmill job get|list|cancel|retry|delete
+//! pgmill serve --listen 127.0.0.1:8080  the web dashboard
 //! ```
 //!
 //! The database is `--database-url`, else `DATABASE_URL`, else the libpq `PG*` variables; the
@@ -18,6 +19,7 @@ mod job;
 mod migrate;
 mod output;
 mod queue;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -29,6 +31,7 @@ use crate::job::JobCommand;
 use crate::migrate::MigrateCommand;
 use crate::output::Output;
 use crate::queue::QueueCommand;
+use crate::serve::ServeArgs;
 
 /// pgmill: a Postgres-backed job queue.
 #[derive(Debug, Parser)]
@@ -66,6 +69,8 @@ enum Command {
         #[command(subcommand)]
         command: JobCommand,
     },
+    /// The web dashboard: queues, jobs, periodic schedules, clients and the leader.
+    Serve(ServeArgs),
 }
 
 /// Runs the parsed command line.
@@ -79,6 +84,7 @@ async fn run(cli: Cli) -> Result<Output, CliError> {
         Command::Migrate { command } => migrate::run(command, &ctx).await,
         Command::Queue { command } => queue::run(command, &ctx).await,
         Command::Job { command } => job::run(command, &ctx).await,
+        Command::Serve(args) => serve::run(args, &ctx).await,
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod admin;
 mod errors;
+mod serve;
 
 use std::process::{Command, Output};
 

@@ -1,0 +1,200 @@
+//! The overview: every queue with its jobs counted by state, throughput and failure rate over
+//! the activity window, the oldest available job's wait, and pause/resume.
+
+use std::collections::BTreeMap;
+
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use maud::html;
+use pgmill::driver::Driver;
+use pgmill::{JobState, QueueActivity, QueueRow};
+use serde::Deserialize;
+
+use super::{Nav, Shell, count_cell};
+use crate::dashboard::AppState;
+use crate::error::{Error, Result};
+use crate::filter::JobFilter;
+use crate::format;
+
+/// The states shown as columns, in order.
+const COLUMNS: [JobState; 8] = [
+    JobState::Available,
+    JobState::Running,
+    JobState::Scheduled,
+    JobState::Retryable,
+    JobState::Pending,
+    JobState::Completed,
+    JobState::Cancelled,
+    JobState::Discarded,
+];
+
+/// One line of the queue table.
+#[derive(Debug, Default)]
+struct Line {
+    registered: Option<QueueRow>,
+    activity: Option<QueueActivity>,
+}
+
+impl Line {
+    fn count(&self, state: JobState) -> i64 {
+        self.registered
+            .as_ref()
+            .and_then(|q| q.counts.get(&state).copied())
+            .unwrap_or(0)
+    }
+}
+
+/// `GET /`: the overview.
+pub(crate) async fn page<D: Driver>(
+    State(app): State<AppState<D>>,
+    shell: Shell,
+) -> Result<Response> {
+    let window = chrono::TimeDelta::from_std(app.settings.activity_window)
+        .unwrap_or(chrono::TimeDelta::minutes(5));
+    let (queues, activity, leader) = tokio::try_join!(
+        app.client.queue_list(),
+        app.client.queue_activity(window),
+        app.client.leader(),
+    )?;
+    let mut lines: BTreeMap<String, Line> = BTreeMap::new();
+    for q in queues {
+        let name = q.name.clone();
+        lines.entry(name).or_default().registered = Some(q);
+    }
+    for a in activity {
+        let name = a.queue.clone();
+        lines.entry(name).or_default().activity = Some(a);
+    }
+    let minutes = (window.num_seconds() as f64 / 60.0).max(1.0 / 60.0);
+    let total = |s: JobState| lines.values().map(|l| l.count(s)).sum::<i64>();
+    let done: i64 = lines
+        .values()
+        .filter_map(|l| l.activity.as_ref())
+        .map(|a| a.completed)
+        .sum();
+    let failed: i64 = lines
+        .values()
+        .filter_map(|l| l.activity.as_ref())
+        .map(|a| a.discarded)
+        .sum();
+    let window_label = if window.num_seconds().rem_euclid(60) == 0 {
+        format!("{} min", window.num_minutes())
+    } else {
+        format::duration(window)
+    };
+    let rate = |n: i64| format!("{:.1}/min", n as f64 / minutes);
+    let percent = |a: i64, b: i64| {
+        if a + b == 0 {
+            "—".to_owned()
+        } else {
+            format!("{:.1}%", 100.0 * b as f64 / (a + b) as f64)
+        }
+    };
+    let jobs_link = |queue: &str, state: Option<JobState>| {
+        let f = JobFilter {
+            state,
+            queue: Some(queue.to_owned()),
+            kind: None,
+        };
+        shell.href(&format!("/jobs?{}", f.query_string(None)))
+    };
+    let fixed = html! {
+        div.toolbar {
+            span.note { "Throughput and failure rate over the last " (window_label) "." }
+            span.spacer {}
+            (shell.action("/queues/pause", &[("queue", "*")], "Pause all", "", Some("Pause every queue?")))
+            (shell.action("/queues/resume", &[("queue", "*")], "Resume all", "", None))
+        }
+    };
+    let live = html! {
+        div.cards {
+            div.card { div.label { "available" } div.value #total-available { (format::count(total(JobState::Available))) } }
+            div.card { div.label { "running" } div.value { (format::count(total(JobState::Running))) } }
+            div.card { div.label { "retryable" } div.value { (format::count(total(JobState::Retryable))) } }
+            div.card { div.label { "discarded" } div.value { (format::count(total(JobState::Discarded))) } }
+            div.card { div.label { "completed, " (window_label) } div.value { (rate(done)) } }
+            div.card { div.label { "failure rate, " (window_label) } div.value { (percent(done, failed)) } }
+            div.card {
+                div.label { "leader" }
+                div.value.small {
+                    @match &leader {
+                        Some(l) => a href=(shell.href("/clients")) { code { (l.leader_id) } },
+                        None => span.badge.bad { "none" },
+                    }
+                }
+            }
+        }
+        @if lines.is_empty() {
+            div.empty { "No queue yet: a working client registers its queues, and inserted jobs show here." }
+        } @else {
+            table #queues {
+                thead { tr {
+                    th { "queue" } th { "status" }
+                    @for s in COLUMNS { th.num { (s.as_str()) } }
+                    th.num { "done/min" } th.num { "failed" } th.num { "oldest wait" } th {}
+                } }
+                tbody {
+                    @for (name, line) in &lines {
+                        @let paused = line.registered.as_ref().is_some_and(|q| q.paused_at.is_some());
+                        tr data-queue=(name) {
+                            td { a href=(jobs_link(name, None)) { code { (name) } } }
+                            td {
+                                @if paused { span.badge.paused { "paused" } }
+                                @else if line.registered.is_some() { span.badge.active { "active" } }
+                                @else { span.badge { "unregistered" } }
+                            }
+                            @for s in COLUMNS {
+                                @if line.registered.is_some() {
+                                    @let n = line.count(s);
+                                    td.num.zero[n == 0] { a href=(jobs_link(name, Some(s))) { (format::count(n)) } }
+                                } @else {
+                                    td.num.zero { a href=(jobs_link(name, Some(s))) { "—" } }
+                                }
+                            }
+                            @match &line.activity {
+                                Some(a) => {
+                                    td.num { (rate(a.completed)) }
+                                    td.num { (percent(a.completed, a.discarded)) }
+                                    td.num { (a.oldest_available_age.map_or_else(|| "—".to_owned(), format::duration)) }
+                                },
+                                None => { (count_cell(0)) td.num { "—" } td.num { "—" } },
+                            }
+                            td {
+                                @if line.registered.is_some() {
+                                    @if paused {
+                                        (shell.action("/queues/resume", &[("queue", name)], "Resume", "", None))
+                                    } @else {
+                                        (shell.action("/queues/pause", &[("queue", name)], "Pause", "", None))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(shell.page(Nav::Overview, "Overview", fixed, live))
+}
+
+/// The form of a queue action.
+#[derive(Debug, Deserialize)]
+pub(crate) struct QueueForm {
+    queue: String,
+}
+
+/// `POST /queues/{pause|resume}`: pauses or resumes a queue (`*`: all) in every process.
+pub(crate) async fn act<D: Driver>(
+    State(app): State<AppState<D>>,
+    shell: Shell,
+    Path(action): Path<String>,
+    Form(form): Form<QueueForm>,
+) -> Result<Response> {
+    match action.as_str() {
+        "pause" => app.client.queue_pause(&form.queue).await?,
+        "resume" => app.client.queue_resume(&form.queue).await?,
+        other => return Err(Error::NotFound(format!("no queue action {other:?}"))),
+    };
+    Ok(shell.back_to("/").into_response())
+}

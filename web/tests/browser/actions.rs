@@ -1,0 +1,175 @@
+//! Actions from the browser reach other processes: pausing a queue stops another client's
+//! fetching, retrying a discarded job runs it again.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use pgmill::{InsertOpts, Job, JobArgs, JobError, JobState, Worker};
+use pgmill_drivertest::eventually;
+use serde::{Deserialize, Serialize};
+
+use crate::harness::{Browser, Env, PATIENCE};
+
+/// A job that fails while told to.
+#[derive(Serialize, Deserialize)]
+struct Charge {
+    cents: i64,
+}
+
+impl JobArgs for Charge {
+    const KIND: &'static str = "charge";
+}
+
+/// Discards every job until `healthy` is set.
+#[derive(Default)]
+struct ChargeWorker {
+    runs: AtomicU32,
+    healthy: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Worker<Charge> for ChargeWorker {
+    async fn work(&self, _job: &Job<Charge>) -> Result<(), JobError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        if self.healthy.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(JobError::discard("card processor unreachable"))
+        }
+    }
+}
+
+/// Pausing a queue on the overview stops a second client fetching from it; resuming restarts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pausing_a_queue_stops_another_client_fetching() {
+    let env = Env::start().await;
+    let other = env
+        .worker_client()
+        .queue("billing", 2)
+        .worker(ChargeWorker {
+            healthy: std::sync::Arc::new(true.into()),
+            ..ChargeWorker::default()
+        })
+        .build()
+        .unwrap();
+    other.start().await.unwrap();
+    let first = other
+        .insert_with(Charge { cents: 1 }, InsertOpts::new().queue("billing"))
+        .await
+        .unwrap();
+    assert!(
+        eventually(PATIENCE, async || env
+            .client
+            .job_get(first.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            == JobState::Completed)
+        .await
+    );
+
+    let b = Browser::start().await;
+    b.goto(&env.url("")).await;
+    b.click("tr[data-queue=\"billing\"] button").await;
+    b.until("(document.querySelector('tr[data-queue=\"billing\"]') || {textContent: ''}).textContent.includes('paused')").await;
+    assert!(
+        env.client
+            .queue_get("billing")
+            .await
+            .unwrap()
+            .unwrap()
+            .paused_at
+            .is_some()
+    );
+    b.screenshot("overview-paused").await;
+
+    // The other client must leave a new job alone: give it many poll intervals to misbehave.
+    let waiting = env
+        .client
+        .insert_with(Charge { cents: 2 }, InsertOpts::new().queue("billing"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        env.client.job_get(waiting.id).await.unwrap().unwrap().state,
+        JobState::Available
+    );
+
+    b.click("tr[data-queue=\"billing\"] button").await;
+    assert!(
+        eventually(PATIENCE, async || env
+            .client
+            .job_get(waiting.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            == JobState::Completed)
+        .await,
+        "resumed queue never ran its job"
+    );
+    b.until("document.querySelector('tr[data-queue=\"billing\"]').textContent.includes('active')")
+        .await;
+    b.close().await;
+    other.stop().await;
+    env.finish().await;
+}
+
+/// Retrying a discarded job from its page makes it run again, and the page shows it completed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retrying_a_discarded_job_runs_it_again() {
+    let env = Env::start().await;
+    let healthy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let other = env
+        .worker_client()
+        .queue("billing", 2)
+        .worker(ChargeWorker {
+            healthy: healthy.clone(),
+            ..ChargeWorker::default()
+        })
+        .build()
+        .unwrap();
+    other.start().await.unwrap();
+    let job = other
+        .insert_with(Charge { cents: 500 }, InsertOpts::new().queue("billing"))
+        .await
+        .unwrap();
+    assert!(
+        eventually(PATIENCE, async || env
+            .client
+            .job_get(job.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            == JobState::Discarded)
+        .await
+    );
+    healthy.store(true, Ordering::SeqCst);
+
+    let b = Browser::start().await;
+    b.goto(&env.url(&format!("/jobs/{}", job.id))).await;
+    assert_eq!(b.text("#job-state").await, "discarded");
+    b.click("form[action$=\"/retry\"] button").await;
+    assert!(
+        eventually(PATIENCE, async || env
+            .client
+            .job_get(job.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            == JobState::Completed)
+        .await,
+        "the retried job never completed"
+    );
+    // The page follows by its live refresh.
+    b.until("document.getElementById('job-state').textContent === 'completed'")
+        .await;
+    let done = env.client.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!(done.attempt, 2);
+    assert_eq!(done.errors.len(), 1);
+    b.close().await;
+    other.stop().await;
+    env.finish().await;
+}
