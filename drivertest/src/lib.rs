@@ -132,7 +132,7 @@ macro_rules! conformance_suite {
             }
             client_browse {
                 list_newest_pages_backwards_through_every_filter,
-                activity_counts_recent_outcomes_and_the_oldest_wait,
+                activity_counts_recent_outcomes_per_queue,
             }
             value_round_trip {
                 bool_round_trips, int2_round_trips, int4_round_trips, int8_round_trips,

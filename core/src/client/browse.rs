@@ -1,5 +1,5 @@
 //! The operator API's reads for browsing a busy schema (the dashboard uses them): jobs newest
-//! first under a keyset cursor, cut to summaries, and recent activity per queue. Each is one
+//! first under a keyset cursor, cut to summaries, and recent outcomes per queue. Each is one
 //! statement whose cost does not grow with the table's history.
 
 use chrono::TimeDelta;
@@ -30,8 +30,9 @@ impl<D: Driver> Client<D> {
         Ok(job_list_newest_page(jobs, params))
     }
 
-    /// Per queue with jobs: how many finished within the last `window` (completed, discarded,
-    /// cancelled), and how long its oldest available job has waited, in queue name order.
+    /// Per queue (registered or not) that finished jobs within the last `window`: how many
+    /// completed, were discarded and were cancelled, in queue name order. With
+    /// [`Client::queue_list`]'s live counts this is what an overview shows.
     ///
     /// # Errors
     ///

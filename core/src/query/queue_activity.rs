@@ -1,5 +1,4 @@
-//! Recent activity per queue: outcomes within a window and the wait of the oldest available job
-//! (`job_count_recent_by_queue.sql`).
+//! Recent activity per queue: the outcomes within a window (`job_count_recent_by_queue.sql`).
 
 use chrono::TimeDelta;
 
@@ -9,7 +8,7 @@ use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::schema::Schema;
 
-/// What one queue did within a recent window, and how long its oldest available job has waited.
+/// What one queue finished within a recent window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct QueueActivity {
@@ -21,9 +20,6 @@ pub struct QueueActivity {
     pub discarded: i64,
     /// Jobs cancelled within the window.
     pub cancelled: i64,
-    /// How long the oldest available job has been due (database time); `None` when the queue
-    /// has no available job.
-    pub oldest_available_age: Option<TimeDelta>,
 }
 
 impl QueueActivity {
@@ -42,7 +38,6 @@ impl FromRow for QueueActivity {
             completed: row.take("completed")?,
             discarded: row.take("discarded")?,
             cancelled: row.take("cancelled")?,
-            oldest_available_age: row.take("oldest_available_age")?,
         })
     }
 }

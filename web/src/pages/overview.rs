@@ -11,19 +11,23 @@ use pgmill::driver::Driver;
 use pgmill::{JobState, QueueActivity, QueueRow};
 use serde::Deserialize;
 
-use super::{Nav, Shell, count_cell};
+use super::{Nav, Shell};
 use crate::dashboard::AppState;
 use crate::error::{Error, Result};
 use crate::filter::JobFilter;
 use crate::format;
 
-/// The states shown as columns, in order.
-const COLUMNS: [JobState; 8] = [
+/// The live states shown as columns, in order (counted by the core's queue list).
+const LIVE: [JobState; 5] = [
     JobState::Available,
     JobState::Running,
     JobState::Scheduled,
     JobState::Retryable,
     JobState::Pending,
+];
+
+/// The final states shown as columns, counted within the activity window.
+const FINISHED: [JobState; 3] = [
     JobState::Completed,
     JobState::Cancelled,
     JobState::Discarded,
@@ -37,11 +41,22 @@ struct Line {
 }
 
 impl Line {
+    /// Jobs in a live state now.
     fn count(&self, state: JobState) -> i64 {
         self.registered
             .as_ref()
             .and_then(|q| q.counts.get(&state).copied())
             .unwrap_or(0)
+    }
+
+    /// Jobs that reached a final state within the window.
+    fn finished(&self, state: JobState) -> i64 {
+        self.activity.as_ref().map_or(0, |a| match state {
+            JobState::Completed => a.completed,
+            JobState::Cancelled => a.cancelled,
+            JobState::Discarded => a.discarded,
+            _ => 0,
+        })
     }
 }
 
@@ -112,7 +127,7 @@ pub(crate) async fn page<D: Driver>(
             div.card { div.label { "available" } div.value #total-available { (format::count(total(JobState::Available))) } }
             div.card { div.label { "running" } div.value { (format::count(total(JobState::Running))) } }
             div.card { div.label { "retryable" } div.value { (format::count(total(JobState::Retryable))) } }
-            div.card { div.label { "discarded" } div.value { (format::count(total(JobState::Discarded))) } }
+            div.card { div.label { "discarded, " (window_label) } div.value { (format::count(failed)) } }
             div.card { div.label { "completed, " (window_label) } div.value { (rate(done)) } }
             div.card { div.label { "failure rate, " (window_label) } div.value { (percent(done, failed)) } }
             div.card {
@@ -131,8 +146,10 @@ pub(crate) async fn page<D: Driver>(
             table #queues {
                 thead { tr {
                     th { "queue" } th { "status" }
-                    @for s in COLUMNS { th.num { (s.as_str()) } }
-                    th.num { "done/min" } th.num { "failed" } th.num { "oldest wait" } th {}
+                    @for s in LIVE { th.num { (s.as_str()) } }
+                    th.num { "oldest wait" }
+                    @for s in FINISHED { th.num title={ "within the last " (window_label) } { (s.as_str()) } }
+                    th.num { "done/min" } th.num { "failed" } th {}
                 } }
                 tbody {
                     @for (name, line) in &lines {
@@ -144,7 +161,7 @@ pub(crate) async fn page<D: Driver>(
                                 @else if line.registered.is_some() { span.badge.active { "active" } }
                                 @else { span.badge { "unregistered" } }
                             }
-                            @for s in COLUMNS {
+                            @for s in LIVE {
                                 @if line.registered.is_some() {
                                     @let n = line.count(s);
                                     td.num.zero[n == 0] { a href=(jobs_link(name, Some(s))) { (format::count(n)) } }
@@ -152,14 +169,17 @@ pub(crate) async fn page<D: Driver>(
                                     td.num.zero { a href=(jobs_link(name, Some(s))) { "—" } }
                                 }
                             }
-                            @match &line.activity {
-                                Some(a) => {
-                                    td.num { (rate(a.completed)) }
-                                    td.num { (percent(a.completed, a.discarded)) }
-                                    td.num { (a.oldest_available_age.map_or_else(|| "—".to_owned(), format::duration)) }
-                                },
-                                None => { (count_cell(0)) td.num { "—" } td.num { "—" } },
+                            td.num {
+                                (line.registered.as_ref().and_then(|q| q.oldest_available_age)
+                                    .and_then(|d| chrono::TimeDelta::from_std(d).ok())
+                                    .map_or_else(|| "—".to_owned(), format::duration))
                             }
+                            @for s in FINISHED {
+                                @let n = line.finished(s);
+                                td.num.zero[n == 0] { a href=(jobs_link(name, Some(s))) { (format::count(n)) } }
+                            }
+                            td.num { (rate(line.finished(JobState::Completed))) }
+                            td.num { (percent(line.finished(JobState::Completed), line.finished(JobState::Discarded))) }
                             td {
                                 @if line.registered.is_some() {
                                     @if paused {
