@@ -3,13 +3,15 @@
 use std::error::Error as StdError;
 use std::fmt;
 
+use crate::driver::sqlstate;
+
 /// A `Result` whose error is pgmill's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// SQLSTATE of a unique violation.
-pub(crate) const SQLSTATE_UNIQUE_VIOLATION: &str = "23505";
+pub(crate) const SQLSTATE_UNIQUE_VIOLATION: &str = sqlstate::UNIQUE_VIOLATION;
 /// SQLSTATE of a write attempted in a read-only transaction (e.g. on a demoted primary).
-pub(crate) const SQLSTATE_READ_ONLY_SQL_TRANSACTION: &str = "25006";
+pub(crate) const SQLSTATE_READ_ONLY_SQL_TRANSACTION: &str = sqlstate::READ_ONLY_SQL_TRANSACTION;
 
 /// Everything that can go wrong in pgmill.
 #[derive(Debug, thiserror::Error)]
@@ -155,10 +157,21 @@ impl DbError {
     }
 
     /// Builds a server error carrying its SQLSTATE.
+    ///
+    /// A code after which the server has closed the session ([`sqlstate::ends_session`]: 57P01
+    /// `admin_shutdown`, as after `pg_terminate_backend`, 57P02, 57P03 and class 08) makes it a
+    /// [`DbErrorKind::ConnectionLost`] that keeps its code, like the I/O error the same event
+    /// gives when the socket is read first.
     pub fn server(code: impl Into<String>, message: impl Into<String>) -> Self {
+        let code = code.into();
+        let kind = if sqlstate::ends_session(&code) {
+            DbErrorKind::ConnectionLost
+        } else {
+            DbErrorKind::Server
+        };
         DbError {
-            kind: DbErrorKind::Server,
-            code: Some(code.into()),
+            kind,
+            code: Some(code),
             message: message.into(),
             source: None,
         }
@@ -230,5 +243,18 @@ mod tests {
         assert!(lost.is_connection_lost());
         assert_eq!(lost.sqlstate(), None);
         assert_eq!(lost.to_string(), "connection lost: eof");
+    }
+
+    #[test]
+    fn server_errors_that_end_the_session_are_lost_connections() {
+        for code in ["57P01", "57P02", "57P03", "08006", "08P01"] {
+            let e: Error = DbError::server(code, "terminating connection").into();
+            assert!(e.is_connection_lost(), "{code}");
+            assert_eq!(e.sqlstate(), Some(code));
+        }
+        for code in ["23505", "57014", "25006", "40001"] {
+            let e = DbError::server(code, "an ordinary error");
+            assert_eq!(e.kind(), DbErrorKind::Server, "{code}");
+        }
     }
 }

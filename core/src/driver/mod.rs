@@ -14,8 +14,11 @@
 //! Errors cross the seam as [`Error::Database`](crate::Error) with the SQLSTATE kept and
 //! a lost connection told apart ([`DbErrorKind::ConnectionLost`](crate::DbErrorKind)).
 
+mod column_type;
+pub mod interval;
 mod listener;
 mod row;
+pub mod sqlstate;
 mod statement;
 mod value;
 
@@ -25,6 +28,8 @@ pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql
 pub use row::{FromRow, Row};
 pub use statement::{CopyIn, CopyRowWriter, Statement};
 pub use value::{FromValue, IntoValue, PgType, Value};
+
+pub use column_type::ColumnType;
 
 use crate::error::{Error, Result};
 
