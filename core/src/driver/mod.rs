@@ -15,6 +15,7 @@
 //! a lost connection told apart ([`DbErrorKind::ConnectionLost`](crate::DbErrorKind)).
 
 mod column_type;
+mod host_extension;
 pub mod interval;
 mod listener;
 mod row;
@@ -29,6 +30,8 @@ pub use row::{FromRow, Row};
 pub use statement::{CopyIn, CopyRowWriter, Statement};
 pub use value::{FromValue, IntoValue, PgType, Value};
 
+#[doc(inline)]
+pub use crate::host_extension_trait;
 pub use column_type::ColumnType;
 
 use crate::error::{Error, Result};
