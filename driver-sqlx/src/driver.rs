@@ -5,7 +5,7 @@ use pgmill::driver::Driver;
 use sqlx::PgPool;
 
 use crate::error::db_error;
-use crate::executor::SqlxConnection;
+use crate::executor::{SqlxConnection, SqlxExecutor};
 use crate::listener::SqlxListener;
 
 /// pgmill's driver for sqlx: a cheap-to-clone handle over a [`PgPool`].
@@ -78,13 +78,13 @@ impl Driver for SqlxDriver {
         self.pool
             .acquire()
             .await
-            .map(SqlxConnection::new)
+            .map(SqlxExecutor::new)
             .map_err(db_error)
     }
 
     fn discard(&self, conn: SqlxConnection) {
         // Detached, the connection leaves the pool and closes when dropped.
-        drop(conn.0.detach());
+        drop(conn.into_inner().detach());
     }
 
     fn supports_listener(&self) -> bool {

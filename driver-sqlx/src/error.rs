@@ -5,20 +5,14 @@ use pgmill::{DbError, DbErrorKind};
 
 /// Maps a sqlx error to pgmill's error, keeping the sqlx error as its source.
 ///
-/// - A server error keeps its SQLSTATE ([`DbError::server`]).
-/// - A server error that means the session is over (57P01 `admin_shutdown`, as after
-///   `pg_terminate_backend`, 57P02, 57P03, and class 08 "connection exception") is a lost
-///   connection, like the I/O error the same event gives when the socket is read first, and
-///   keeps its SQLSTATE.
+/// - A server error keeps its SQLSTATE ([`DbError::server`], which also tells a code that ends
+///   the session, as after `pg_terminate_backend`, for a lost connection).
 /// - I/O and TLS errors, a closed pool, a crashed worker and a protocol EOF are lost connections.
 /// - A pool timeout is [`DbErrorKind::PoolTimeout`]; encode and decode failures are
 ///   [`DbErrorKind::Codec`].
 pub(crate) fn db_error(err: sqlx::Error) -> pgmill::Error {
     let db = match &err {
         sqlx::Error::Database(e) => match e.code() {
-            Some(code) if ends_the_session(&code) => {
-                DbError::new(DbErrorKind::ConnectionLost, e.message()).with_code(code.into_owned())
-            }
             Some(code) => DbError::server(code.into_owned(), e.message()),
             None => DbError::new(DbErrorKind::Other, e.message()),
         },
@@ -62,11 +56,6 @@ pub(crate) fn param_error(n: usize, source: sqlx::error::BoxDynError) -> pgmill:
         .into()
 }
 
-/// SQLSTATEs after which the server has closed (or is closing) the session.
-fn ends_the_session(code: &str) -> bool {
-    matches!(code, "57P01" | "57P02" | "57P03") || code.starts_with("08")
-}
-
 fn is_eof(message: &str) -> bool {
     let message = message.to_ascii_lowercase();
     message.contains("eof") || message.contains("connection closed")
@@ -97,16 +86,6 @@ mod tests {
         let e = db_error(sqlx::Error::Decode("bad".into()));
         assert_eq!(e.as_database().map(DbError::kind), Some(DbErrorKind::Codec));
         assert!(!e.is_connection_lost());
-    }
-
-    #[test]
-    fn session_ending_sqlstates_are_recognised() {
-        for code in ["57P01", "57P02", "57P03", "08006", "08P01"] {
-            assert!(ends_the_session(code), "{code}");
-        }
-        for code in ["23505", "57014", "40001"] {
-            assert!(!ends_the_session(code), "{code}");
-        }
     }
 
     #[test]

@@ -47,14 +47,15 @@
 //!
 //! # What it provides
 //!
-//! | pgmill                              | here                                                 |
-//! |-------------------------------------|------------------------------------------------------|
-//! | `Driver`                            | [`SqlxDriver`], over a `sqlx::PgPool`                |
-//! | `Executor` for pooled connections   | [`SqlxConnection`]                                   |
-//! | `Executor` for your connection      | [`SqlxExecutor`], from [`PgConnectionExt::pgmill`]   |
-//! | `Transaction` (and savepoints)      | [`SqlxTransaction`]                                  |
-//! | `Listener`                          | [`SqlxListener`], over `sqlx::postgres::PgListener`  |
-//! | bulk insert                         | `COPY ... FROM STDIN` (`PgConnection::copy_in_raw`)  |
+//! | pgmill                         | here                                                                |
+//! |--------------------------------|---------------------------------------------------------------------|
+//! | `Driver`                       | [`SqlxDriver`], over a `sqlx::PgPool`                               |
+//! | `Executor`                     | [`SqlxExecutor`], over anything that derefs to a `PgConnection`     |
+//! | ... on a pooled connection     | [`SqlxConnection`]                                                  |
+//! | ... on your connection         | `SqlxExecutor<&mut PgConnection>`, from [`PgConnectionExt::pgmill`] |
+//! | `Transaction` (and savepoints) | [`SqlxTransaction`]                                                 |
+//! | `Listener`                     | [`SqlxListener`], over `sqlx::postgres::PgListener`                 |
+//! | bulk insert                    | `COPY ... FROM STDIN` (`PgConnection::copy_in_raw`)                 |
 //!
 //! Errors come back as [`pgmill::Error`] with the SQLSTATE kept; a killed backend or a dropped
 //! socket reports [`pgmill::Error::is_connection_lost`].
@@ -63,6 +64,7 @@
 //! `PgListener::connect_with`), so give the pool one connection more than the engine's workers
 //! need.
 
+mod codec;
 mod driver;
 mod error;
 mod executor;

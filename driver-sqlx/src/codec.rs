@@ -1,0 +1,142 @@
+//! Core's values through sqlx: each [`Value`] bound with its exact Postgres type, each column
+//! decoded by the [`ColumnType`] of its type OID.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use pgmill::Result;
+use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, interval};
+use sqlx::error::BoxDynError;
+use sqlx::postgres::types::PgInterval;
+use sqlx::postgres::{PgArguments, PgRow, PgValueRef};
+use sqlx::query::Query;
+use sqlx::types::Json;
+use sqlx::{AssertSqlSafe, Column as _, Decode, Postgres, Row as _, TypeInfo as _, ValueRef as _};
+
+use crate::error::{column_error, db_error, param_error};
+
+/// The statement as a sqlx query with every parameter bound with its exact Postgres type.
+pub(crate) fn bound(stmt: &Statement) -> Result<Query<'static, Postgres, PgArguments>> {
+    // Core renders its SQL once per schema from validated, quoted names, and binds every value:
+    // the text is safe to prepare, and the `Arc<str>` is shared without a copy.
+    let mut query = sqlx::query(AssertSqlSafe(Arc::clone(stmt.shared_sql())));
+    for (i, value) in stmt.params().iter().enumerate() {
+        bind(&mut query, value).map_err(|e| param_error(i + 1, e))?;
+    }
+    Ok(query)
+}
+
+fn bind(query: &mut Query<'_, Postgres, PgArguments>, value: &Value) -> Result<(), BoxDynError> {
+    match value {
+        Value::Null(ty) => bind_null(query, *ty),
+        Value::Bool(v) => query.try_bind(*v),
+        Value::Int2(v) => query.try_bind(*v),
+        Value::Int4(v) => query.try_bind(*v),
+        Value::Int8(v) => query.try_bind(*v),
+        Value::Float8(v) => query.try_bind(*v),
+        Value::Text(v) => query.try_bind(v.as_str()),
+        Value::Bytea(v) => query.try_bind(v.as_slice()),
+        Value::Jsonb(v) => query.try_bind(Json(v)),
+        Value::Timestamptz(v) => query.try_bind(*v),
+        Value::Interval(v) => query.try_bind(PgInterval {
+            months: 0,
+            days: 0,
+            microseconds: interval::to_micros(*v)?,
+        }),
+        Value::TextArray(v) => query.try_bind(v.as_slice()),
+        Value::Int8Array(v) => query.try_bind(v.as_slice()),
+        Value::JsonbArray(v) => query.try_bind(v.as_slice()),
+        Value::TimestamptzArray(v) => query.try_bind(v.as_slice()),
+        other => Err(format!("no sqlx binding for {} values", other.pg_type().name()).into()),
+    }
+}
+
+fn bind_null(query: &mut Query<'_, Postgres, PgArguments>, ty: PgType) -> Result<(), BoxDynError> {
+    match ty {
+        PgType::Bool => query.try_bind(None::<bool>),
+        PgType::Int2 => query.try_bind(None::<i16>),
+        PgType::Int4 => query.try_bind(None::<i32>),
+        PgType::Int8 => query.try_bind(None::<i64>),
+        PgType::Float8 => query.try_bind(None::<f64>),
+        PgType::Text => query.try_bind(None::<String>),
+        PgType::Bytea => query.try_bind(None::<Vec<u8>>),
+        PgType::Jsonb => query.try_bind(None::<Json<serde_json::Value>>),
+        PgType::Timestamptz => query.try_bind(None::<DateTime<Utc>>),
+        PgType::Interval => query.try_bind(None::<PgInterval>),
+        PgType::TextArray => query.try_bind(None::<Vec<String>>),
+        PgType::Int8Array => query.try_bind(None::<Vec<i64>>),
+        PgType::JsonbArray => query.try_bind(None::<Vec<serde_json::Value>>),
+        PgType::TimestamptzArray => query.try_bind(None::<Vec<DateTime<Utc>>>),
+        other => Err(format!("no sqlx binding for NULL {}", other.name()).into()),
+    }
+}
+
+/// Decodes a result; column names are shared by every row, column types are looked up once.
+pub(crate) fn decode_rows(rows: &[PgRow]) -> Result<Vec<Row>> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let columns: Arc<[String]> = first
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect();
+    let types = first
+        .columns()
+        .iter()
+        .map(|c| {
+            let ty = c.type_info();
+            ty.oid()
+                .and_then(|oid| ColumnType::from_oid(oid.0))
+                .ok_or_else(|| column_error(c.name(), ty.name(), "not a type pgmill reads".into()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    rows.iter()
+        .map(|row| {
+            let values = types
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| {
+                    let raw = row.try_get_raw(i).map_err(db_error)?;
+                    let type_name = raw.type_info().name().to_owned();
+                    decode_value(*ty, raw).map_err(|e| column_error(&columns[i], &type_name, e))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Row::new(Arc::clone(&columns), values))
+        })
+        .collect()
+}
+
+fn decode_value(ty: ColumnType, raw: PgValueRef<'_>) -> Result<Value, BoxDynError> {
+    if raw.is_null() {
+        return Ok(Value::Null(ty.pg_type()));
+    }
+    Ok(match ty {
+        ColumnType::Bool => Value::Bool(decode(raw)?),
+        ColumnType::Int2 => Value::Int2(decode(raw)?),
+        ColumnType::Int4 => Value::Int4(decode(raw)?),
+        ColumnType::Int8 => Value::Int8(decode(raw)?),
+        ColumnType::Float8 => Value::Float8(decode(raw)?),
+        ColumnType::Text => Value::Text(decode(raw)?),
+        ColumnType::Bytea => Value::Bytea(decode(raw)?),
+        // sqlx tells json from jsonb by the value's type itself.
+        ColumnType::Jsonb | ColumnType::Json => {
+            Value::Jsonb(decode::<Json<serde_json::Value>>(raw)?.0)
+        }
+        ColumnType::Timestamptz => Value::Timestamptz(decode(raw)?),
+        ColumnType::Timestamp => Value::Timestamptz(decode::<NaiveDateTime>(raw)?.and_utc()),
+        ColumnType::Interval => {
+            let i: PgInterval = decode(raw)?;
+            Value::Interval(interval::from_parts(i.months, i.days, i.microseconds)?)
+        }
+        ColumnType::TextArray => Value::TextArray(decode(raw)?),
+        ColumnType::Int8Array => Value::Int8Array(decode(raw)?),
+        ColumnType::JsonbArray | ColumnType::JsonArray => Value::JsonbArray(decode(raw)?),
+        ColumnType::TimestamptzArray => Value::TimestamptzArray(decode(raw)?),
+        other => return Err(format!("no sqlx decoding for {other:?} columns").into()),
+    })
+}
+
+fn decode<'r, T: Decode<'r, Postgres>>(raw: PgValueRef<'r>) -> Result<T, BoxDynError> {
+    T::decode(raw)
+}
