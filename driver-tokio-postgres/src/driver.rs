@@ -109,7 +109,7 @@ impl Driver for TokioPostgresDriver {
 
     fn discard(&self, conn: TokioPostgresConnection) {
         // Taken out of the pool, the client closes its connection when dropped.
-        drop(deadpool_postgres::Object::take(conn.into_object()));
+        drop(deadpool_postgres::Object::take(conn.into_inner()));
     }
 
     fn supports_listener(&self) -> bool {

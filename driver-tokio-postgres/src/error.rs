@@ -5,21 +5,11 @@ use std::error::Error as StdError;
 use deadpool_postgres::PoolError;
 use pgmill::{DbError, DbErrorKind, Error};
 
-/// SQLSTATEs that mean the server ended the session: `admin_shutdown` (also sent by
-/// `pg_terminate_backend`), `crash_shutdown` and `cannot_connect_now`. Class `08` (connection
-/// exception) is checked separately.
-const CONNECTION_ENDING_SQLSTATES: [&str; 3] = ["57P01", "57P02", "57P03"];
-
-/// True when a SQLSTATE means the connection is gone (the next call needs a new one).
-fn sqlstate_ends_connection(code: &str) -> bool {
-    code.starts_with("08") || CONNECTION_ENDING_SQLSTATES.contains(&code)
-}
-
 /// Converts a tokio-postgres error into pgmill's error.
 ///
-/// Server errors keep their SQLSTATE; a closed connection, an I/O failure or a server error that
-/// ends the session (`57P01` from `pg_terminate_backend`, `57P02`, `57P03`, class `08`) is
-/// [`DbErrorKind::ConnectionLost`]; a value the library could not encode or decode is
+/// Server errors keep their SQLSTATE ([`DbError::server`], which also tells a code that ends the
+/// session, as after `pg_terminate_backend`, for a lost connection); a closed connection or an I/O
+/// failure is [`DbErrorKind::ConnectionLost`]; a value the library could not encode or decode is
 /// [`DbErrorKind::Codec`]. The original error is attached as the source.
 pub(crate) fn db_error(e: tokio_postgres::Error) -> Error {
     if let Some(db) = e.as_db_error() {
@@ -29,12 +19,7 @@ pub(crate) fn db_error(e: tokio_postgres::Error) -> Error {
             message.push_str(": ");
             message.push_str(detail);
         }
-        let err = if sqlstate_ends_connection(&code) {
-            DbError::new(DbErrorKind::ConnectionLost, message).with_code(code)
-        } else {
-            DbError::server(code, message)
-        };
-        return err.with_source(e).into();
+        return DbError::server(code, message).with_source(e).into();
     }
     let kind = classify(&e);
     let message = match e.source() {
@@ -92,16 +77,6 @@ pub(crate) fn codec_error(message: impl Into<String>) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn session_ending_sqlstates_are_told_apart() {
-        for code in ["57P01", "57P02", "57P03", "08006", "08P01"] {
-            assert!(sqlstate_ends_connection(code), "{code}");
-        }
-        for code in ["57014", "23505", "25006", "40001"] {
-            assert!(!sqlstate_ends_connection(code), "{code}");
-        }
-    }
 
     #[test]
     fn codec_errors_are_codec() {

@@ -8,13 +8,14 @@
 //! |-------------------------------|-------------------------------------------------------------|
 //! | [`TokioPostgresDriver`]       | the engine's handle: pool plus listener config              |
 //! | [`TokioPostgresConnection`]   | a pooled connection (an `Executor`)                         |
-//! | [`TokioPostgresTransaction`]  | a transaction or savepoint opened by `Executor::begin`      |
 //! | [`TokioPostgresExecutor`]     | an `Executor` over your own `Client` or `Transaction`       |
+//! | [`TokioPostgresTransaction`]  | the same, over a transaction opened by `Executor::begin`    |
 //! | [`GenericClientExt`]          | `insert_job` / `.pgmill()` on any `GenericClient`           |
 //! | [`TokioPostgresListener`]     | the dedicated LISTEN connection, reconnecting on its own    |
 //!
-//! Statements run with `query_typed` / `execute_typed`: one round trip, no named prepared
-//! statement, parameter types sent explicitly. COPY is supported.
+//! On your own client, statements run with `query_typed` / `execute_typed`: one round trip, no
+//! named prepared statement, parameter types sent explicitly. Pooled connections prepare each of
+//! the engine's statements once and keep it in deadpool's cache. COPY is supported.
 //!
 //! # Quick start: enqueue in your own transaction
 //!
@@ -56,6 +57,7 @@
 //! With deadpool-postgres, the extension methods work on a pooled object and on its transactions,
 //! which deref to the tokio-postgres types (`(&mut **obj).insert_job(..)` spells it out).
 
+mod codec;
 mod driver;
 mod error;
 mod executor;
@@ -63,6 +65,7 @@ mod listener;
 
 pub use driver::TokioPostgresDriver;
 pub use executor::{
-    GenericClientExt, TokioPostgresConnection, TokioPostgresExecutor, TokioPostgresTransaction,
+    AsGenericClient, GenericClientExt, TokioPostgresConnection, TokioPostgresExecutor,
+    TokioPostgresTransaction,
 };
 pub use listener::TokioPostgresListener;

@@ -1,0 +1,228 @@
+//! Core's values through tokio-postgres: parameters borrowed from the [`Statement`] and sent with
+//! the type of their [`PgType`], columns decoded by the [`ColumnType`] of their type OID.
+
+use std::error::Error as StdError;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
+use pgmill::Result;
+use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, interval};
+use postgres_types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
+
+use crate::error::codec_error;
+
+type BoxError = Box<dyn StdError + Sync + Send>;
+
+/// A statement's parameters, borrowed, with the Postgres type each is sent as.
+pub(crate) struct Params<'s> {
+    values: Vec<(Param<'s>, Type)>,
+}
+
+impl<'s> Params<'s> {
+    pub(crate) fn new(stmt: &'s Statement) -> Result<Self> {
+        let values = stmt
+            .params()
+            .iter()
+            .map(|v| Ok((Param(v), library_type(v.pg_type())?)))
+            .collect::<Result<_>>()?;
+        Ok(Params { values })
+    }
+
+    /// The parameter types, for preparing the statement.
+    pub(crate) fn types(&self) -> Vec<Type> {
+        self.values.iter().map(|(_, t)| t.clone()).collect()
+    }
+
+    /// The values, for running a prepared statement.
+    pub(crate) fn values(&self) -> Vec<&(dyn ToSql + Sync)> {
+        self.values
+            .iter()
+            .map(|(p, _)| p as &(dyn ToSql + Sync))
+            .collect()
+    }
+
+    /// The `(value, type)` pairs `query_typed` / `execute_typed` take.
+    pub(crate) fn typed(&self) -> Vec<(&(dyn ToSql + Sync), Type)> {
+        self.values
+            .iter()
+            .map(|(p, t)| (p as &(dyn ToSql + Sync), t.clone()))
+            .collect()
+    }
+}
+
+/// The tokio-postgres type a [`PgType`] is bound as.
+fn library_type(t: PgType) -> Result<Type> {
+    Type::from_oid(t.oid()).ok_or_else(|| {
+        codec_error(format!(
+            "parameter type {} is not supported by the tokio-postgres driver",
+            t.name()
+        ))
+    })
+}
+
+/// One borrowed parameter; encodes through the library's own `ToSql` for its variant.
+#[derive(Debug)]
+struct Param<'s>(&'s Value);
+
+impl ToSql for Param<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        match self.0 {
+            // NULLs are typed by the `Type` sent beside them, so any NULL fits.
+            Value::Null(_) => Ok(IsNull::Yes),
+            Value::Bool(v) => v.to_sql_checked(ty, out),
+            Value::Int2(v) => v.to_sql_checked(ty, out),
+            Value::Int4(v) => v.to_sql_checked(ty, out),
+            Value::Int8(v) => v.to_sql_checked(ty, out),
+            Value::Float8(v) => v.to_sql_checked(ty, out),
+            Value::Text(v) => v.to_sql_checked(ty, out),
+            Value::Bytea(v) => v.to_sql_checked(ty, out),
+            Value::Jsonb(v) => v.to_sql_checked(ty, out),
+            Value::Timestamptz(v) => v.to_sql_checked(ty, out),
+            Value::Interval(v) => PgInterval(*v).to_sql_checked(ty, out),
+            Value::TextArray(v) => v.to_sql_checked(ty, out),
+            Value::Int8Array(v) => v.to_sql_checked(ty, out),
+            Value::JsonbArray(v) => v.to_sql_checked(ty, out),
+            Value::TimestamptzArray(v) => v.to_sql_checked(ty, out),
+            other => Err(format!("unsupported parameter type {}", other.pg_type().name()).into()),
+        }
+    }
+
+    // The type is chosen from the value itself (`library_type`) and each variant checks it again
+    // above.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// A duration as an `interval`, in the binary format core's [`interval`] module encodes (the
+/// library has no interval type of its own).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PgInterval(TimeDelta);
+
+impl ToSql for PgInterval {
+    fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, BoxError> {
+        out.extend_from_slice(&interval::to_binary(self.0)?);
+        Ok(IsNull::No)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::INTERVAL
+    }
+
+    to_sql_checked!();
+}
+
+impl<'a> FromSql<'a> for PgInterval {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, BoxError> {
+        Ok(PgInterval(interval::from_binary(raw)?))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::INTERVAL
+    }
+}
+
+/// Decodes a result; every row shares one list of column names.
+pub(crate) fn decode_rows(rows: &[tokio_postgres::Row]) -> Result<Vec<Row>> {
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let columns: Arc<[String]> = first
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let values = (0..columns.len())
+                .map(|i| decode_column(row, i))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Row::new(Arc::clone(&columns), values))
+        })
+        .collect()
+}
+
+/// Decodes column `i` by its type.
+fn decode_column(row: &tokio_postgres::Row, i: usize) -> Result<Value> {
+    let column = &row.columns()[i];
+    let Some(ty) = ColumnType::from_oid(column.type_().oid()) else {
+        return Err(codec_error(format!(
+            "column {:?} has type {}, which pgmill does not decode",
+            column.name(),
+            column.type_()
+        )));
+    };
+    let null = ty.pg_type();
+    // The library's `FromSql` impls accept every type of a variant (text, varchar, bpchar and
+    // name for `String`; json and jsonb for `serde_json::Value`).
+    match ty {
+        ColumnType::Bool => get(row, i, null, Value::Bool),
+        ColumnType::Int2 => get(row, i, null, Value::Int2),
+        ColumnType::Int4 => get(row, i, null, Value::Int4),
+        ColumnType::Int8 => get(row, i, null, Value::Int8),
+        ColumnType::Float8 => get(row, i, null, Value::Float8),
+        ColumnType::Text => get(row, i, null, Value::Text),
+        ColumnType::Bytea => get(row, i, null, Value::Bytea),
+        ColumnType::Jsonb | ColumnType::Json => get(row, i, null, Value::Jsonb),
+        ColumnType::Timestamptz => get(row, i, null, Value::Timestamptz),
+        ColumnType::Timestamp => get(row, i, null, |t: NaiveDateTime| {
+            Value::Timestamptz(t.and_utc())
+        }),
+        ColumnType::Interval => get(row, i, null, |d: PgInterval| Value::Interval(d.0)),
+        ColumnType::TextArray => get(row, i, null, Value::TextArray),
+        ColumnType::Int8Array => get(row, i, null, Value::Int8Array),
+        ColumnType::JsonbArray | ColumnType::JsonArray => get(row, i, null, Value::JsonbArray),
+        ColumnType::TimestamptzArray => get(row, i, null, |v: Vec<DateTime<Utc>>| {
+            Value::TimestamptzArray(v)
+        }),
+        other => Err(codec_error(format!(
+            "column {:?} has type {other:?}, which the tokio-postgres driver does not decode",
+            column.name()
+        ))),
+    }
+}
+
+/// Reads column `i` as `T`; NULL becomes a [`Value::Null`] of `null`.
+fn get<'r, T: FromSql<'r>>(
+    row: &'r tokio_postgres::Row,
+    i: usize,
+    null: PgType,
+    wrap: impl FnOnce(T) -> Value,
+) -> Result<Value> {
+    match row.try_get::<_, Option<T>>(i) {
+        Ok(Some(v)) => Ok(wrap(v)),
+        Ok(None) => Ok(Value::Null(null)),
+        Err(e) => {
+            let column = &row.columns()[i];
+            let cause = e.source().map(ToString::to_string).unwrap_or_default();
+            Err(codec_error(format!(
+                "cannot decode column {:?} of type {}: {cause}",
+                column.name(),
+                column.type_()
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_go_through_the_library_in_the_binary_format() {
+        let d = TimeDelta::days(40) + TimeDelta::microseconds(7);
+        let mut buf = BytesMut::new();
+        PgInterval(d).to_sql(&Type::INTERVAL, &mut buf).unwrap();
+        assert_eq!(PgInterval::from_sql(&Type::INTERVAL, &buf).unwrap().0, d);
+    }
+
+    #[test]
+    fn every_pg_type_maps_to_a_library_type() {
+        assert_eq!(library_type(PgType::Int8).unwrap(), Type::INT8);
+        assert_eq!(library_type(PgType::JsonbArray).unwrap(), Type::JSONB_ARRAY);
+        assert_eq!(library_type(PgType::Interval).unwrap(), Type::INTERVAL);
+    }
+}
