@@ -7,76 +7,38 @@
 //!
 //! - the kinds diesel tells apart map back to their codes (unique, foreign key, not null, check,
 //!   restrict and exclusion violations, serialization failure, read-only transaction);
-//! - a few codes a job queue acts on are recognised from the server's (English) primary message:
-//!   deadlock (`40P01`), statement timeout or cancel (`57014`), lock not available (`55P03`);
+//! - a few codes a job queue acts on are recognised from the server's (English) primary message
+//!   ([`sqlstate::from_message`]): deadlock (`40P01`), statement timeout or cancel (`57014`), lock
+//!   not available (`55P03`);
 //! - every other server error is reported as [`DbErrorKind::Server`] **without** a SQLSTATE.
 //!
 //! A lost connection is [`DbErrorKind::ConnectionLost`]: diesel's `ClosedConnection` and
 //! `UnableToSendCommand` kinds (after `pg_terminate_backend`, the next query gets
 //! `ClosedConnection` "terminating connection due to administrator command", the one after
 //! `UnableToSendCommand` "no connection to the server"), the messages libpq and the server give
-//! when a backend is terminated or the socket closes, and a broken transaction manager.
+//! when a backend is terminated or the socket closes ([`sqlstate::message_ends_session`]), and a
+//! broken transaction manager.
 
 use deadpool_diesel::InteractError;
 use deadpool_diesel::postgres::PoolError;
 use diesel::ConnectionError;
 use diesel::result::{DatabaseErrorInformation, DatabaseErrorKind, Error as DieselError};
+use pgmill::driver::sqlstate;
 use pgmill::{DbError, DbErrorKind, Error};
-
-/// Messages (primary or libpq's) that mean the connection is gone.
-const CONNECTION_LOST_MESSAGES: &[&str] = &[
-    "terminating connection due to administrator command",
-    "terminating connection due to idle-session timeout",
-    "terminating connection due to idle-in-transaction timeout",
-    "terminating connection due to conflict with recovery",
-    "terminating connection because of crash of another server process",
-    "the database system is shutting down",
-    "the database system is starting up",
-    "the database system is in recovery mode",
-    "server closed the connection unexpectedly",
-    "no connection to the server",
-    "connection to server was lost",
-    "could not receive data from server",
-    "could not send data to server",
-    "ssl connection has been closed unexpectedly",
-    "connection pointer is null",
-    "lost synchronization with server",
-];
-
-/// Primary-message prefixes of server errors whose SQLSTATE diesel drops, and that code.
-const MESSAGE_SQLSTATES: &[(&str, &str)] = &[
-    ("deadlock detected", "40P01"),
-    ("canceling statement due to statement timeout", "57014"),
-    ("canceling statement due to user request", "57014"),
-    ("canceling statement due to lock timeout", "55P03"),
-    ("could not obtain lock on", "55P03"),
-];
 
 /// The SQLSTATE of a diesel error kind, when diesel derived the kind from one.
 fn kind_sqlstate(kind: DatabaseErrorKind) -> Option<&'static str> {
     Some(match kind {
-        DatabaseErrorKind::UniqueViolation => "23505",
-        DatabaseErrorKind::ForeignKeyViolation => "23503",
-        DatabaseErrorKind::NotNullViolation => "23502",
-        DatabaseErrorKind::CheckViolation => "23514",
-        DatabaseErrorKind::RestrictViolation => "23001",
-        DatabaseErrorKind::ExclusionViolation => "23P01",
-        DatabaseErrorKind::SerializationFailure => "40001",
-        DatabaseErrorKind::ReadOnlyTransaction => "25006",
+        DatabaseErrorKind::UniqueViolation => sqlstate::UNIQUE_VIOLATION,
+        DatabaseErrorKind::ForeignKeyViolation => sqlstate::FOREIGN_KEY_VIOLATION,
+        DatabaseErrorKind::NotNullViolation => sqlstate::NOT_NULL_VIOLATION,
+        DatabaseErrorKind::CheckViolation => sqlstate::CHECK_VIOLATION,
+        DatabaseErrorKind::RestrictViolation => sqlstate::RESTRICT_VIOLATION,
+        DatabaseErrorKind::ExclusionViolation => sqlstate::EXCLUSION_VIOLATION,
+        DatabaseErrorKind::SerializationFailure => sqlstate::SERIALIZATION_FAILURE,
+        DatabaseErrorKind::ReadOnlyTransaction => sqlstate::READ_ONLY_SQL_TRANSACTION,
         _ => return None,
     })
-}
-
-fn message_says_connection_lost(message: &str) -> bool {
-    let message = message.to_ascii_lowercase();
-    CONNECTION_LOST_MESSAGES.iter().any(|m| message.contains(m))
-}
-
-fn message_sqlstate(message: &str) -> Option<&'static str> {
-    MESSAGE_SQLSTATES
-        .iter()
-        .find(|(prefix, _)| message.starts_with(prefix))
-        .map(|(_, code)| *code)
 }
 
 /// The full message of a server error: primary message, then detail and hint when present.
@@ -106,11 +68,11 @@ fn db_error(e: DieselError) -> DbError {
             let lost = matches!(
                 kind,
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand
-            ) || message_says_connection_lost(info.message());
+            ) || sqlstate::message_ends_session(info.message());
             let error = if lost {
                 DbError::new(DbErrorKind::ConnectionLost, message)
             } else if let Some(code) =
-                kind_sqlstate(kind).or_else(|| message_sqlstate(info.message()))
+                kind_sqlstate(kind).or_else(|| sqlstate::from_message(info.message()))
             {
                 DbError::server(code, message)
             } else {
@@ -149,7 +111,7 @@ fn is_lost(e: &DieselError) -> bool {
             matches!(
                 kind,
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand
-            ) || message_says_connection_lost(info.message())
+            ) || sqlstate::message_ends_session(info.message())
         }
         _ => false,
     }

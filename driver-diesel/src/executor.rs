@@ -1,167 +1,351 @@
-//! The blocking executor over a `diesel::PgConnection`: binding [`Value`]s, decoding rows, and
-//! transactions through diesel's own transaction manager.
+//! Executors on diesel connections: the engine's, on pooled connections (async), and the
+//! application's own (blocking, inside its `conn.transaction(|conn| ..)`).
 //!
-//! Statements run as `diesel::sql_query(sql).into_boxed::<Pg>()` with one typed bind per
-//! parameter. Rows are decoded dynamically: [`DynamicRow`] implements diesel's
-//! [`QueryableByName`] by hand and, instead of looking columns up by name, walks every field of
-//! the row, reads its type OID with [`PgValue::get_oid`] and decodes it with the matching
-//! `FromSql` impl.
+//! diesel is blocking, so every statement of the engine's runs inside deadpool-diesel's
+//! `Object::interact`, on tokio's blocking pool, through the same code as the blocking executor.
+//!
+//! # Transactions across `interact` calls
+//!
+//! A [`DieselPoolTransaction`] is opened in one `interact` call, runs its statements in later
+//! ones and commits in a last one, always through diesel's `AnsiTransactionManager` so diesel's
+//! own depth bookkeeping stays right. Two rules keep the connection consistent even when the
+//! engine drops a transaction without committing it, or cancels a call mid-way:
+//!
+//! 1. **Calls run in the order they were made.** Each call takes the connection's one-permit
+//!    gate before it calls `interact` and hands the permit to the closure, which releases it when
+//!    it finishes. A call whose future was dropped still runs (`interact` cannot be cancelled once
+//!    spawned), but strictly before any later call.
+//! 2. **Each call first settles the transaction depth.** The connection counts the transaction
+//!    levels the driver opened (`levels`). An executor knows its own depth: 0 for the
+//!    connection, n for a transaction nested n deep. Before running anything, the closure rolls
+//!    back levels deeper than its executor's depth: those belong to transactions that were
+//!    dropped without commit or rollback (the borrow checker guarantees no deeper handle is still
+//!    alive). So a dropped transaction is rolled back by the next call on the connection.
+//!
+//! When the connection itself is dropped while a transaction is still open (or a cancelled call
+//! is still running), it spawns a task that waits for the gate, rolls everything back, and only
+//! then returns the connection to the pool. Should that be impossible (no tokio runtime), the
+//! pool's recycle check sees diesel's open transaction and discards the connection instead of
+//! reusing it.
 
+use std::borrow::BorrowMut;
 use std::cell::RefCell;
 use std::fmt;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
+use deadpool_diesel::postgres::Object;
+use diesel::PgConnection;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
-use diesel::deserialize::{self, FromSql, QueryableByName};
-use diesel::pg::data_types::PgInterval;
-use diesel::pg::{Pg, PgValue};
-use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
-use diesel::row::{Field, NamedRow, Row as DieselRow};
-use diesel::sql_types::{
-    Array, BigInt, Binary, Bool, Double, Integer, Interval, Json, Jsonb, Nullable, SmallInt, Text,
-    Timestamp, Timestamptz,
+use pgmill::driver::{
+    BlockingExecutor, BlockingTransaction, CopyChunks, CopyIn, Executor, Row, Statement,
+    Transaction,
 };
-use diesel::{PgConnection, RunQueryDsl};
-use pgmill::driver::{BlockingExecutor, BlockingTransaction, PgType, Row, Statement, Value};
-use pgmill::{
-    DbError, DbErrorKind, Error, InsertOpts, InsertParams, Inserter, JobArgs, JobRow, Result,
-};
+use pgmill::{DbError, DbErrorKind, Error, Result};
+use tokio::sync::Semaphore;
 
-use crate::error::query_error;
+use crate::codec::{execute, query};
+use crate::copy;
+use crate::error::{interact_error, query_error};
 
-/// Runs pgmill's statements on a `diesel::PgConnection` the application owns, typically inside
-/// its own `conn.transaction(|conn| ..)`.
+/// A connection checked out of the pool, with what keeps the calls on it in order; returned to
+/// the pool on drop, after rolling back anything a dropped transaction left open.
 ///
-/// Get one with [`PgConnectionExt::pgmill`]. It is blocking, like diesel: statements run on the
-/// calling thread, in whatever transaction the connection is in.
-pub struct DieselExecutor<'a>(pub &'a mut PgConnection);
+/// Reached only through a [`DieselConnection`] and its [`DieselPoolTransaction`]s.
+pub struct PooledConnection {
+    object: Option<Object>,
+    /// One permit: held by the closure of the call in flight, so calls run in order.
+    gate: Arc<Semaphore>,
+    /// Transaction levels this driver opened on the connection and has not closed yet.
+    levels: Arc<AtomicUsize>,
+    /// Set when a call found the connection lost: it then leaves the pool instead of returning,
+    /// which is what lets the pool skip a test query on every checkout.
+    lost: Arc<AtomicBool>,
+}
 
-impl fmt::Debug for DieselExecutor<'_> {
+impl fmt::Debug for PooledConnection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("DieselExecutor").finish_non_exhaustive()
+        f.debug_struct("PooledConnection")
+            .field("levels", &self.levels.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
     }
 }
 
-/// Gives pgmill access to a `diesel::PgConnection`, so jobs are inserted in the application's
-/// own transaction: commit and the job exists, roll back and it never did.
-///
-/// Everything is blocking, because diesel's `conn.transaction(|conn| ..)` closure is synchronous.
-/// Pooled connections (deadpool-diesel's object guard, r2d2's `PooledConnection`) dereference to
-/// `PgConnection`, so the methods work on them too.
-///
-/// # Examples
-///
-/// The closure's error type must accept both diesel's and pgmill's errors:
-///
-/// ```no_run
-/// use diesel::{Connection, PgConnection};
-/// use pgmill::{Inserter, JobArgs, Schema};
-/// use pgmill_driver_diesel::PgConnectionExt;
-/// use serde::{Deserialize, Serialize};
-///
-/// #[derive(Serialize, Deserialize)]
-/// struct SendReceipt {
-///     order_id: i64,
-/// }
-///
-/// impl JobArgs for SendReceipt {
-///     const KIND: &'static str = "send_receipt";
-/// }
-///
-/// #[derive(Debug)]
-/// enum AppError {
-///     Db(diesel::result::Error),
-///     Queue(pgmill::Error),
-/// }
-///
-/// impl From<diesel::result::Error> for AppError {
-///     fn from(e: diesel::result::Error) -> Self {
-///         AppError::Db(e)
-///     }
-/// }
-///
-/// impl From<pgmill::Error> for AppError {
-///     fn from(e: pgmill::Error) -> Self {
-///         AppError::Queue(e)
-///     }
-/// }
-///
-/// fn place_order(conn: &mut PgConnection, inserter: &Inserter) -> Result<(), AppError> {
-///     conn.transaction(|conn| {
-///         // ... the application's own diesel queries, e.g. inserting the order ...
-///         conn.insert_job(inserter, SendReceipt { order_id: 42 })?;
-///         Ok(())
-///     })
-/// }
-/// # let _ = place_order;
-/// # let _ = Inserter::new(Schema::public());
-/// ```
-pub trait PgConnectionExt {
-    /// A pgmill executor running on this connection, in its current transaction if any.
-    fn pgmill(&mut self) -> DieselExecutor<'_>;
-
-    /// Inserts one job with its kind's default options, in the connection's current transaction.
-    ///
-    /// # Errors
-    ///
-    /// As [`Inserter::insert`]: a validation error or the database error.
-    fn insert_job<A: JobArgs>(&mut self, inserter: &Inserter, args: A) -> Result<JobRow> {
-        inserter.insert_blocking(&mut self.pgmill(), args)
+impl PooledConnection {
+    fn new(object: Object) -> Self {
+        PooledConnection {
+            object: Some(object),
+            gate: Arc::new(Semaphore::new(1)),
+            levels: Arc::new(AtomicUsize::new(0)),
+            lost: Arc::new(AtomicBool::new(false)),
+        }
     }
 
-    /// Inserts one job with options over its kind's defaults.
-    ///
-    /// # Errors
-    ///
-    /// As [`Inserter::insert`].
-    fn insert_job_with<A: JobArgs>(
-        &mut self,
-        inserter: &Inserter,
-        args: A,
-        opts: impl Into<Option<InsertOpts>>,
-    ) -> Result<JobRow> {
-        inserter.insert_with_blocking(&mut self.pgmill(), args, opts)
-    }
-
-    /// Inserts many jobs in one round trip and returns them in input order.
-    ///
-    /// # Errors
-    ///
-    /// As [`Inserter::insert_many`]; nothing is inserted when any job is invalid.
-    fn insert_jobs(&mut self, inserter: &Inserter, jobs: &[InsertParams]) -> Result<Vec<JobRow>> {
-        inserter.insert_many_blocking(&mut self.pgmill(), jobs)
+    /// Runs `f` on the connection after the calls before it, at transaction depth `depth`.
+    async fn run<R, F>(&self, depth: usize, f: F) -> Result<R>
+    where
+        F: FnOnce(&mut PgConnection, &AtomicUsize) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        let object = self.object.as_ref().ok_or_else(gone)?;
+        let permit = Arc::clone(&self.gate)
+            .acquire_owned()
+            .await
+            .map_err(|_| gone())?;
+        let levels = Arc::clone(&self.levels);
+        let result = object
+            .interact(move |conn| {
+                let _permit = permit;
+                settle(conn, &levels, depth)?;
+                f(conn, &levels)
+            })
+            .await
+            .map_err(interact_error)?;
+        if let Err(e) = &result
+            && e.is_connection_lost()
+        {
+            self.lost.store(true, Ordering::Release);
+        }
+        result
     }
 }
 
-impl PgConnectionExt for PgConnection {
-    fn pgmill(&mut self) -> DieselExecutor<'_> {
-        DieselExecutor(self)
+fn gone() -> Error {
+    DbError::new(
+        DbErrorKind::Other,
+        "the diesel connection was already released",
+    )
+    .into()
+}
+
+/// Rolls back the levels deeper than `depth`, left open by transactions dropped without commit.
+fn settle(conn: &mut PgConnection, levels: &AtomicUsize, depth: usize) -> Result<()> {
+    while levels.load(Ordering::Acquire) > depth {
+        let result = AnsiTransactionManager::rollback_transaction(conn);
+        // diesel closes the level whether or not the rollback succeeded (or marks itself broken).
+        levels.fetch_sub(1, Ordering::AcqRel);
+        match result {
+            Ok(()) => tracing::debug!(depth, "rolled back a dropped diesel transaction"),
+            Err(diesel::result::Error::NotInTransaction) => levels.store(0, Ordering::Release),
+            Err(e) => return Err(query_error(e)),
+        }
+    }
+    if levels.load(Ordering::Acquire) < depth {
+        return Err(DbError::new(DbErrorKind::Other, "the transaction is no longer open").into());
+    }
+    Ok(())
+}
+
+fn begin_level(conn: &mut PgConnection, levels: &AtomicUsize) -> Result<()> {
+    AnsiTransactionManager::begin_transaction(conn).map_err(query_error)?;
+    levels.fetch_add(1, Ordering::AcqRel);
+    Ok(())
+}
+
+fn end_level(conn: &mut PgConnection, levels: &AtomicUsize, commit: bool) -> Result<()> {
+    let result = if commit {
+        AnsiTransactionManager::commit_transaction(conn)
+    } else {
+        AnsiTransactionManager::rollback_transaction(conn)
+    };
+    // On failure diesel has rolled the level back itself, or marked its manager broken (then the
+    // pool's recycle check discards the connection).
+    levels.fetch_sub(1, Ordering::AcqRel);
+    result.map_err(query_error)
+}
+
+impl Drop for PooledConnection {
+    fn drop(&mut self) {
+        let Some(object) = self.object.take() else {
+            return;
+        };
+        if self.lost.load(Ordering::Acquire) {
+            // Out of the pool for good: dropped, it closes.
+            drop(Object::take(object));
+            return;
+        }
+        let dirty = self.levels.load(Ordering::Acquire) > 0 || self.gate.available_permits() == 0;
+        if !dirty {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!("diesel connection dropped in a transaction outside a tokio runtime");
+            return;
+        };
+        let gate = Arc::clone(&self.gate);
+        let levels = Arc::clone(&self.levels);
+        runtime.spawn(async move {
+            let Ok(permit) = gate.acquire_owned().await else {
+                return;
+            };
+            let result = object
+                .interact(move |conn| {
+                    let _permit = permit;
+                    settle(conn, &levels, 0)
+                })
+                .await;
+            match result {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "rolling back a dropped diesel transaction failed")
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "rolling back a dropped diesel transaction failed")
+                }
+            }
+            drop(object);
+        });
     }
 }
 
-impl BlockingExecutor for DieselExecutor<'_> {
+/// The engine's executor on a pooled connection, at a transaction depth: 0 for the connection
+/// itself ([`DieselConnection`]), n for a transaction nested n deep ([`DieselPoolTransaction`],
+/// which borrows the connection). `C` owns or borrows the [`PooledConnection`].
+///
+/// It runs statements through [`Executor`], each inside one `interact` call, COPY included: a
+/// streamed COPY runs in one call that waits for each chunk as the engine encodes it.
+#[derive(Debug)]
+pub struct DieselPoolExecutor<C> {
+    conn: C,
+    /// 0 for the connection, 1 for a transaction, 2 and more for savepoints inside it.
+    depth: usize,
+}
+
+/// A connection checked out of the pool; returned to it on drop (after rolling back anything a
+/// dropped transaction left open).
+pub type DieselConnection = DieselPoolExecutor<PooledConnection>;
+
+/// A transaction (or, nested, a savepoint) on a pooled [`DieselConnection`], spanning several
+/// `interact` calls.
+///
+/// Dropped without [`Transaction::commit`] or [`Transaction::rollback`], it is rolled back by the
+/// next call on its connection, or before the connection goes back to the pool.
+pub type DieselPoolTransaction<'c> = DieselPoolExecutor<&'c mut PooledConnection>;
+
+impl DieselConnection {
+    pub(crate) fn new(object: Object) -> Self {
+        DieselPoolExecutor {
+            conn: PooledConnection::new(object),
+            depth: 0,
+        }
+    }
+
+    /// Takes the connection out of its pool for good; it closes when the last call on it ends.
+    pub(crate) fn detach(mut self) {
+        if let Some(object) = self.conn.object.take() {
+            drop(Object::take(object));
+        }
+    }
+}
+
+impl<C: BorrowMut<PooledConnection>> DieselPoolExecutor<C> {
+    /// Runs `f` on the connection after the calls before it, at this executor's depth.
+    async fn run<R, F>(&self, f: F) -> Result<R>
+    where
+        F: FnOnce(&mut PgConnection, &AtomicUsize) -> Result<R> + Send + 'static,
+        R: Send + 'static,
+    {
+        self.conn.borrow().run(self.depth, f).await
+    }
+
+    /// Streams the chunks on `data` into one COPY, which ends when `data`'s sender is dropped.
+    ///
+    /// The blocking call cannot see this future being dropped, so the chunks are forwarded to it
+    /// with an explicit end marker: if this future is dropped mid-stream (the caller was cancelled),
+    /// the forwarder goes with it, the blocking side sees its channel close without the marker, and
+    /// aborts the COPY instead of committing a partial one.
+    async fn copy_stream(&self, sql: &str, mut data: CopyChunks) -> Result<u64> {
+        let sql = sql.to_owned();
+        let (tx, rx) = tokio::sync::mpsc::channel::<Option<Vec<u8>>>(1);
+        let rx = RefCell::new(rx);
+        let copy = self.run(move |c, _| {
+            copy::copy_in(c, &sql, |out| {
+                loop {
+                    match rx.borrow_mut().blocking_recv() {
+                        Some(Some(chunk)) => out.write_all(&chunk)?,
+                        Some(None) => return Ok(()),
+                        None => return Err(std::io::Error::other("the COPY's caller went away")),
+                    }
+                }
+            })
+        });
+        let forward = async move {
+            while let Some(chunk) = data.recv().await {
+                if tx.send(Some(chunk)).await.is_err() {
+                    return; // The COPY failed; its error is the one to report.
+                }
+            }
+            let _ = tx.send(None).await;
+        };
+        let (copied, ()) = tokio::join!(copy, forward);
+        copied
+    }
+}
+
+impl<C: BorrowMut<PooledConnection> + Send + Sync> Executor for DieselPoolExecutor<C> {
     type Transaction<'t>
-        = DieselTransaction<'t>
+        = DieselPoolTransaction<'t>
     where
         Self: 't;
 
-    fn execute(&mut self, stmt: &Statement) -> Result<u64> {
-        execute(self.0, stmt)
+    async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
+        let stmt = stmt.clone();
+        self.run(move |c, _| execute(c, &stmt)).await
     }
 
-    fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        query(self.0, stmt)
+    async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
+        let stmt = stmt.clone();
+        self.run(move |c, _| query(c, &stmt)).await
     }
 
-    fn execute_script(&mut self, sql: &str) -> Result<()> {
-        self.0.batch_execute(sql).map_err(query_error)
+    async fn execute_script(&mut self, sql: &str) -> Result<()> {
+        let sql = sql.to_owned();
+        self.run(move |c, _| c.batch_execute(&sql).map_err(query_error))
+            .await
     }
 
-    fn begin(&mut self) -> Result<DieselTransaction<'_>> {
-        DieselTransaction::begin(self.0)
+    fn supports_copy(&self) -> bool {
+        true
+    }
+
+    async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
+        let copy = copy.clone();
+        self.run(move |c, _| copy::copy_in(c, copy.sql(), |out| out.write_all(copy.data())))
+            .await
+    }
+
+    async fn copy_in_stream(&mut self, sql: &str, data: CopyChunks) -> Result<u64> {
+        self.copy_stream(sql, data).await
+    }
+
+    async fn begin(&mut self) -> Result<DieselPoolTransaction<'_>> {
+        self.run(begin_level).await?;
+        Ok(DieselPoolExecutor {
+            conn: self.conn.borrow_mut(),
+            depth: self.depth + 1,
+        })
     }
 }
+
+impl Transaction for DieselPoolTransaction<'_> {
+    async fn commit(self) -> Result<()> {
+        self.run(|c, levels| end_level(c, levels, true)).await
+    }
+
+    async fn rollback(self) -> Result<()> {
+        self.run(|c, levels| end_level(c, levels, false)).await
+    }
+}
+
+/// Runs pgmill's statements on a diesel connection, blocking, like diesel: statements run on the
+/// calling thread. `C` derefs to the `PgConnection`:
+///
+/// - `DieselExecutor<&mut PgConnection>`, from [`PgConnectionExt::pgmill`]: the application's own
+///   connection, typically inside its `conn.transaction(|conn| ..)`, in whatever transaction the
+///   connection is in;
+/// - [`DieselTransaction`]: a transaction [`BlockingExecutor::begin`] opened.
+pub struct DieselExecutor<C>(C);
 
 /// A transaction (or, nested, a savepoint) opened by [`BlockingExecutor::begin`] on a diesel
 /// connection, through diesel's own transaction manager.
@@ -169,27 +353,93 @@ impl BlockingExecutor for DieselExecutor<'_> {
 /// Because it goes through `AnsiTransactionManager`, it nests correctly with the application's
 /// `conn.transaction(..)` calls: inside one, it is a savepoint. Dropped without
 /// [`BlockingTransaction::commit`], it rolls back.
-pub struct DieselTransaction<'a> {
+pub type DieselTransaction<'a> = DieselExecutor<TransactionGuard<'a>>;
+
+impl<C> fmt::Debug for DieselExecutor<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DieselExecutor").finish_non_exhaustive()
+    }
+}
+
+impl<C: DerefMut<Target = PgConnection>> BlockingExecutor for DieselExecutor<C> {
+    type Transaction<'t>
+        = DieselTransaction<'t>
+    where
+        Self: 't;
+
+    fn execute(&mut self, stmt: &Statement) -> Result<u64> {
+        execute(&mut self.0, stmt)
+    }
+
+    fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
+        query(&mut self.0, stmt)
+    }
+
+    fn execute_script(&mut self, sql: &str) -> Result<()> {
+        self.0.batch_execute(sql).map_err(query_error)
+    }
+
+    fn begin(&mut self) -> Result<DieselTransaction<'_>> {
+        AnsiTransactionManager::begin_transaction(&mut *self.0).map_err(query_error)?;
+        Ok(DieselExecutor(TransactionGuard {
+            conn: &mut self.0,
+            open: true,
+        }))
+    }
+}
+
+impl BlockingTransaction for DieselTransaction<'_> {
+    fn commit(self) -> Result<()> {
+        self.0.end(true)
+    }
+
+    fn rollback(self) -> Result<()> {
+        self.0.end(false)
+    }
+}
+
+/// A transaction level a [`DieselTransaction`] opened on a `PgConnection`: derefs to the
+/// connection, and rolls the level back when dropped before it was committed or rolled back.
+pub struct TransactionGuard<'a> {
     conn: &'a mut PgConnection,
     open: bool,
 }
 
-impl fmt::Debug for DieselTransaction<'_> {
+impl TransactionGuard<'_> {
+    fn end(mut self, commit: bool) -> Result<()> {
+        self.open = false;
+        if commit {
+            AnsiTransactionManager::commit_transaction(self.conn)
+        } else {
+            AnsiTransactionManager::rollback_transaction(self.conn)
+        }
+        .map_err(query_error)
+    }
+}
+
+impl Deref for TransactionGuard<'_> {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        self.conn
+    }
+}
+
+impl DerefMut for TransactionGuard<'_> {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.conn
+    }
+}
+
+impl fmt::Debug for TransactionGuard<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DieselTransaction")
+        f.debug_struct("TransactionGuard")
             .field("open", &self.open)
             .finish_non_exhaustive()
     }
 }
 
-impl<'a> DieselTransaction<'a> {
-    fn begin(conn: &'a mut PgConnection) -> Result<Self> {
-        AnsiTransactionManager::begin_transaction(conn).map_err(query_error)?;
-        Ok(DieselTransaction { conn, open: true })
-    }
-}
-
-impl Drop for DieselTransaction<'_> {
+impl Drop for TransactionGuard<'_> {
     fn drop(&mut self) {
         if self.open {
             self.open = false;
@@ -200,334 +450,70 @@ impl Drop for DieselTransaction<'_> {
     }
 }
 
-impl BlockingExecutor for DieselTransaction<'_> {
-    type Transaction<'t>
-        = DieselTransaction<'t>
-    where
-        Self: 't;
-
-    fn execute(&mut self, stmt: &Statement) -> Result<u64> {
-        execute(self.conn, stmt)
-    }
-
-    fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        query(self.conn, stmt)
-    }
-
-    fn execute_script(&mut self, sql: &str) -> Result<()> {
-        self.conn.batch_execute(sql).map_err(query_error)
-    }
-
-    fn begin(&mut self) -> Result<DieselTransaction<'_>> {
-        DieselTransaction::begin(self.conn)
-    }
-}
-
-impl BlockingTransaction for DieselTransaction<'_> {
-    fn commit(mut self) -> Result<()> {
-        self.open = false;
-        AnsiTransactionManager::commit_transaction(self.conn).map_err(query_error)
-    }
-
-    fn rollback(mut self) -> Result<()> {
-        self.open = false;
-        AnsiTransactionManager::rollback_transaction(self.conn).map_err(query_error)
-    }
-}
-
-/// Runs a statement for its affected-row count.
-pub(crate) fn execute(conn: &mut PgConnection, stmt: &Statement) -> Result<u64> {
-    let rows = boxed_query(stmt)?.execute(conn).map_err(query_error)?;
-    Ok(rows as u64)
-}
-
-/// Runs a statement and decodes every row dynamically.
-pub(crate) fn query(conn: &mut PgConnection, stmt: &Statement) -> Result<Vec<Row>> {
-    let rows = boxed_query(stmt)?
-        .load::<DynamicRow>(conn)
-        .map_err(|e| match e {
-            diesel::result::Error::DeserializationError(inner) => match inner.downcast::<Error>() {
-                Ok(decode) => *decode,
-                Err(other) => query_error(diesel::result::Error::DeserializationError(other)),
-            },
-            other => query_error(other),
-        })?;
-    Ok(finish_rows(rows))
-}
-
-/// The statement's SQL with every parameter bound with its SQL type.
-fn boxed_query(stmt: &Statement) -> Result<BoxedSqlQuery<'_, Pg, SqlQuery>> {
-    let mut q = diesel::sql_query(stmt.sql()).into_boxed::<Pg>();
-    for value in stmt.params() {
-        q = bind(q, value)?;
-    }
-    Ok(q)
-}
-
-fn bind<'f>(
-    q: BoxedSqlQuery<'f, Pg, SqlQuery>,
-    value: &'f Value,
-) -> Result<BoxedSqlQuery<'f, Pg, SqlQuery>> {
-    Ok(match value {
-        Value::Null(ty) => bind_null(q, *ty)?,
-        Value::Bool(v) => q.bind::<Bool, _>(v),
-        Value::Int2(v) => q.bind::<SmallInt, _>(v),
-        Value::Int4(v) => q.bind::<Integer, _>(v),
-        Value::Int8(v) => q.bind::<BigInt, _>(v),
-        Value::Float8(v) => q.bind::<Double, _>(v),
-        Value::Text(v) => q.bind::<Text, _>(v),
-        Value::Bytea(v) => q.bind::<Binary, _>(v),
-        Value::Jsonb(v) => q.bind::<Jsonb, _>(v),
-        Value::Timestamptz(v) => q.bind::<Timestamptz, _>(v),
-        Value::Interval(v) => q.bind::<Interval, _>(interval_to_pg(*v)?),
-        Value::TextArray(v) => q.bind::<Array<Text>, _>(v),
-        Value::Int8Array(v) => q.bind::<Array<BigInt>, _>(v),
-        Value::JsonbArray(v) => q.bind::<Array<Jsonb>, _>(v),
-        Value::TimestamptzArray(v) => q.bind::<Array<Timestamptz>, _>(v),
-        other => return Err(unsupported_type(other.pg_type())),
-    })
-}
-
-fn bind_null(
-    q: BoxedSqlQuery<'_, Pg, SqlQuery>,
-    ty: PgType,
-) -> Result<BoxedSqlQuery<'_, Pg, SqlQuery>> {
-    Ok(match ty {
-        PgType::Bool => q.bind::<Nullable<Bool>, _>(None::<bool>),
-        PgType::Int2 => q.bind::<Nullable<SmallInt>, _>(None::<i16>),
-        PgType::Int4 => q.bind::<Nullable<Integer>, _>(None::<i32>),
-        PgType::Int8 => q.bind::<Nullable<BigInt>, _>(None::<i64>),
-        PgType::Float8 => q.bind::<Nullable<Double>, _>(None::<f64>),
-        PgType::Text => q.bind::<Nullable<Text>, _>(None::<String>),
-        PgType::Bytea => q.bind::<Nullable<Binary>, _>(None::<Vec<u8>>),
-        PgType::Jsonb => q.bind::<Nullable<Jsonb>, _>(None::<serde_json::Value>),
-        PgType::Timestamptz => q.bind::<Nullable<Timestamptz>, _>(None::<DateTime<Utc>>),
-        PgType::Interval => q.bind::<Nullable<Interval>, _>(None::<PgInterval>),
-        PgType::TextArray => q.bind::<Nullable<Array<Text>>, _>(None::<Vec<String>>),
-        PgType::Int8Array => q.bind::<Nullable<Array<BigInt>>, _>(None::<Vec<i64>>),
-        PgType::JsonbArray => q.bind::<Nullable<Array<Jsonb>>, _>(None::<Vec<serde_json::Value>>),
-        PgType::TimestamptzArray => {
-            q.bind::<Nullable<Array<Timestamptz>>, _>(None::<Vec<DateTime<Utc>>>)
-        }
-        other => return Err(unsupported_type(other)),
-    })
-}
-
-fn unsupported_type(ty: PgType) -> Error {
-    DbError::new(
-        DbErrorKind::Codec,
-        format!(
-            "the diesel driver cannot bind a parameter of type {}",
-            ty.name()
-        ),
-    )
-    .into()
-}
-
-/// An interval as an exact duration: all microseconds, no days or months (as sqlx binds one).
-fn interval_to_pg(d: TimeDelta) -> Result<PgInterval> {
-    let microseconds = d.num_microseconds().ok_or_else(|| {
-        Error::from(DbError::new(
-            DbErrorKind::Codec,
-            format!("interval {d} does not fit in 64-bit microseconds"),
-        ))
-    })?;
-    Ok(PgInterval::new(microseconds, 0, 0))
-}
-
-fn interval_from_pg(i: PgInterval) -> std::result::Result<TimeDelta, String> {
-    if i.months != 0 {
-        return Err(format!(
-            "interval has {} months; only days and time are supported",
-            i.months
-        ));
-    }
-    Ok(TimeDelta::days(i64::from(i.days)) + TimeDelta::microseconds(i.microseconds))
-}
-
-/// Type OIDs of the column types the driver decodes (`pg_type.oid`, stable across versions).
-mod oid {
-    pub(super) const BOOL: u32 = 16;
-    pub(super) const BYTEA: u32 = 17;
-    pub(super) const NAME: u32 = 19;
-    pub(super) const INT8: u32 = 20;
-    pub(super) const INT2: u32 = 21;
-    pub(super) const INT4: u32 = 23;
-    pub(super) const TEXT: u32 = 25;
-    pub(super) const JSON: u32 = 114;
-    pub(super) const FLOAT8: u32 = 701;
-    pub(super) const TEXT_ARRAY: u32 = 1009;
-    pub(super) const VARCHAR_ARRAY: u32 = 1015;
-    pub(super) const INT8_ARRAY: u32 = 1016;
-    pub(super) const BPCHAR: u32 = 1042;
-    pub(super) const VARCHAR: u32 = 1043;
-    pub(super) const TIMESTAMP: u32 = 1114;
-    pub(super) const TIMESTAMPTZ_ARRAY: u32 = 1185;
-    pub(super) const TIMESTAMPTZ: u32 = 1184;
-    pub(super) const INTERVAL: u32 = 1186;
-    pub(super) const JSONB: u32 = 3802;
-    pub(super) const JSONB_ARRAY: u32 = 3807;
-}
-
-/// Decodes one non-NULL value by its type OID.
-fn decode(value: PgValue<'_>) -> deserialize::Result<Value> {
-    let v = match value.get_oid().get() {
-        oid::BOOL => Value::Bool(<bool as FromSql<Bool, Pg>>::from_sql(value)?),
-        oid::INT2 => Value::Int2(<i16 as FromSql<SmallInt, Pg>>::from_sql(value)?),
-        oid::INT4 => Value::Int4(<i32 as FromSql<Integer, Pg>>::from_sql(value)?),
-        oid::INT8 => Value::Int8(<i64 as FromSql<BigInt, Pg>>::from_sql(value)?),
-        oid::FLOAT8 => Value::Float8(<f64 as FromSql<Double, Pg>>::from_sql(value)?),
-        oid::TEXT | oid::VARCHAR | oid::NAME | oid::BPCHAR => {
-            Value::Text(<String as FromSql<Text, Pg>>::from_sql(value)?)
-        }
-        oid::BYTEA => Value::Bytea(<Vec<u8> as FromSql<Binary, Pg>>::from_sql(value)?),
-        oid::JSONB => Value::Jsonb(<serde_json::Value as FromSql<Jsonb, Pg>>::from_sql(value)?),
-        oid::JSON => Value::Jsonb(<serde_json::Value as FromSql<Json, Pg>>::from_sql(value)?),
-        oid::TIMESTAMPTZ => Value::Timestamptz(
-            <DateTime<Utc> as FromSql<Timestamptz, Pg>>::from_sql(value)?,
-        ),
-        oid::TIMESTAMP => Value::Timestamptz(
-            <NaiveDateTime as FromSql<Timestamp, Pg>>::from_sql(value)?.and_utc(),
-        ),
-        oid::INTERVAL => Value::Interval(interval_from_pg(<PgInterval as FromSql<
-            Interval,
-            Pg,
-        >>::from_sql(value)?)?),
-        oid::TEXT_ARRAY | oid::VARCHAR_ARRAY => {
-            Value::TextArray(<Vec<String> as FromSql<Array<Text>, Pg>>::from_sql(value)?)
-        }
-        oid::INT8_ARRAY => {
-            Value::Int8Array(<Vec<i64> as FromSql<Array<BigInt>, Pg>>::from_sql(value)?)
-        }
-        oid::JSONB_ARRAY => Value::JsonbArray(<Vec<serde_json::Value> as FromSql<
-            Array<Jsonb>,
-            Pg,
-        >>::from_sql(value)?),
-        oid::TIMESTAMPTZ_ARRAY => Value::TimestamptzArray(<Vec<DateTime<Utc>> as FromSql<
-            Array<Timestamptz>,
-            Pg,
-        >>::from_sql(value)?),
-        other => return Err(format!("unsupported column type (oid {other})").into()),
-    };
-    Ok(v)
-}
-
-/// The type a NULL is reported as when no row of the result shows the column's type: diesel hands
-/// out no type OID for a NULL field.
-const UNKNOWN_NULL_TYPE: PgType = PgType::Text;
-
-/// One row decoded without knowing its shape in advance.
-///
-/// `sql_query(..).load::<DynamicRow>(conn)` calls [`QueryableByName::build`] with diesel's full
-/// row (a `NamedRow` is also a `Row`), so every field is reachable by index: its name, its raw
-/// value and, for non-NULL values, its type OID.
-struct DynamicRow {
-    columns: Arc<[String]>,
-    values: Vec<Value>,
-}
-
-thread_local! {
-    /// The column names of the last row decoded on this thread, shared by the next rows with the
-    /// same names so a result's rows hold one `Arc<[String]>`.
-    static LAST_COLUMNS: RefCell<Option<Arc<[String]>>> = const { RefCell::new(None) };
-}
-
-fn shared_columns<'a, R: DieselRow<'a, Pg>>(row: &R) -> Arc<[String]> {
-    let count = row.field_count();
-    let names = |i: usize| DieselRow::get(row, i).and_then(|f| f.field_name().map(str::to_owned));
-    LAST_COLUMNS.with(|last| {
-        let mut last = last.borrow_mut();
-        if let Some(cols) = last.as_ref() {
-            let same = cols.len() == count
-                && cols.iter().enumerate().all(|(i, c)| {
-                    DieselRow::get(row, i).is_some_and(|f| f.field_name().unwrap_or_default() == c)
-                });
-            if same {
-                return Arc::clone(cols);
-            }
-        }
-        let cols: Arc<[String]> = (0..count).map(|i| names(i).unwrap_or_default()).collect();
-        *last = Some(Arc::clone(&cols));
-        cols
-    })
-}
-
-impl QueryableByName<Pg> for DynamicRow {
-    fn build<'a>(row: &impl NamedRow<'a, Pg>) -> deserialize::Result<Self> {
-        let columns = shared_columns(row);
-        let mut values = Vec::with_capacity(columns.len());
-        for (i, name) in columns.iter().enumerate() {
-            let field = DieselRow::get(row, i)
-                .ok_or_else(|| Error::decode(format!("column {name:?}"), "missing field"))?;
-            let value = match field.value() {
-                None => Value::Null(UNKNOWN_NULL_TYPE),
-                Some(raw) => {
-                    let oid = raw.get_oid();
-                    decode(raw).map_err(|e| {
-                        Error::decode(format!("column {name:?} (type oid {oid})"), e.to_string())
-                    })?
-                }
-            };
-            values.push(value);
-        }
-        Ok(DynamicRow { columns, values })
+pgmill::driver::host_extension_trait! {
+    blocking;
+    /// Gives pgmill access to a `diesel::PgConnection`, so jobs are inserted in the application's
+    /// own transaction: commit and the job exists, roll back and it never did.
+    ///
+    /// Everything is blocking, because diesel's `conn.transaction(|conn| ..)` closure is synchronous.
+    /// Pooled connections (deadpool-diesel's object guard, r2d2's `PooledConnection`) dereference to
+    /// `PgConnection`, so the methods work on them too.
+    ///
+    /// # Examples
+    ///
+    /// The closure's error type must accept both diesel's and pgmill's errors:
+    ///
+    /// ```no_run
+    /// use diesel::{Connection, PgConnection};
+    /// use pgmill::{Inserter, JobArgs, Schema};
+    /// use pgmill_driver_diesel::PgConnectionExt;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct SendReceipt {
+    ///     order_id: i64,
+    /// }
+    ///
+    /// impl JobArgs for SendReceipt {
+    ///     const KIND: &'static str = "send_receipt";
+    /// }
+    ///
+    /// #[derive(Debug)]
+    /// enum AppError {
+    ///     Db(diesel::result::Error),
+    ///     Queue(pgmill::Error),
+    /// }
+    ///
+    /// impl From<diesel::result::Error> for AppError {
+    ///     fn from(e: diesel::result::Error) -> Self {
+    ///         AppError::Db(e)
+    ///     }
+    /// }
+    ///
+    /// impl From<pgmill::Error> for AppError {
+    ///     fn from(e: pgmill::Error) -> Self {
+    ///         AppError::Queue(e)
+    ///     }
+    /// }
+    ///
+    /// fn place_order(conn: &mut PgConnection, inserter: &Inserter) -> Result<(), AppError> {
+    ///     conn.transaction(|conn| {
+    ///         // ... the application's own diesel queries, e.g. inserting the order ...
+    ///         conn.insert_job(inserter, SendReceipt { order_id: 42 })?;
+    ///         Ok(())
+    ///     })
+    /// }
+    /// # let _ = place_order;
+    /// # let _ = Inserter::new(Schema::public());
+    /// ```
+    pub trait PgConnectionExt {
+        /// A pgmill executor running on this connection, in its current transaction if any.
+        fn pgmill(&mut self) -> DieselExecutor<&mut PgConnection>;
     }
 }
 
-/// Turns decoded rows into core's rows, giving each NULL its column's type when another row of
-/// the result shows it.
-fn finish_rows(rows: Vec<DynamicRow>) -> Vec<Row> {
-    let mut rows = rows;
-    if rows.len() > 1 {
-        let width = rows[0].values.len();
-        for col in 0..width {
-            let known = rows.iter().find_map(|r| match r.values.get(col) {
-                Some(Value::Null(_)) | None => None,
-                Some(v) => Some(v.pg_type()),
-            });
-            if let Some(ty) = known {
-                for r in &mut rows {
-                    if let Some(v @ Value::Null(_)) = r.values.get_mut(col) {
-                        *v = Value::Null(ty);
-                    }
-                }
-            }
-        }
-    }
-    rows.into_iter()
-        .map(|r| Row::new(r.columns, r.values))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn intervals_bind_as_exact_microseconds() {
-        let pg = interval_to_pg(TimeDelta::seconds(90_061)).unwrap();
-        assert_eq!(
-            (pg.microseconds, pg.days, pg.months),
-            (90_061_000_000, 0, 0)
-        );
-        let back = interval_from_pg(PgInterval::new(1_000_000, 2, 0)).unwrap();
-        assert_eq!(back, TimeDelta::days(2) + TimeDelta::seconds(1));
-        assert!(interval_from_pg(PgInterval::new(0, 0, 1)).is_err());
-    }
-
-    #[test]
-    fn nulls_take_the_type_other_rows_show() {
-        let cols: Arc<[String]> = vec!["a".to_owned()].into();
-        let rows = finish_rows(vec![
-            DynamicRow {
-                columns: Arc::clone(&cols),
-                values: vec![Value::Null(UNKNOWN_NULL_TYPE)],
-            },
-            DynamicRow {
-                columns: Arc::clone(&cols),
-                values: vec![Value::Int8(1)],
-            },
-        ]);
-        assert_eq!(rows[0].values(), &[Value::Null(PgType::Int8)]);
+impl PgConnectionExt for PgConnection {
+    fn pgmill(&mut self) -> DieselExecutor<&mut PgConnection> {
+        DieselExecutor(self)
     }
 }

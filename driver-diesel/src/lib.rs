@@ -97,12 +97,16 @@
 //! # }
 //! ```
 
+mod codec;
 mod copy;
 mod driver;
 mod error;
 mod executor;
 mod listener;
 
-pub use driver::{DieselConnection, DieselDriver, DieselPoolTransaction};
-pub use executor::{DieselExecutor, DieselTransaction, PgConnectionExt};
+pub use driver::DieselDriver;
+pub use executor::{
+    DieselConnection, DieselExecutor, DieselPoolExecutor, DieselPoolTransaction, DieselTransaction,
+    PgConnectionExt, PooledConnection,
+};
 pub use listener::DieselListener;
