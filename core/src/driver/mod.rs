@@ -26,7 +26,7 @@ mod value;
 use std::future::Future;
 
 pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
-pub use row::{FromRow, Row};
+pub use row::{FromRow, Row, decode_result};
 pub use statement::{CopyIn, CopyRowWriter, Statement};
 pub use value::{FromValue, IntoValue, PgType, Value};
 

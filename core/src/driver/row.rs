@@ -73,6 +73,30 @@ impl Row {
     }
 }
 
+/// Builds core's rows from one result of a library's rows: the column names are read once, from
+/// the first row by `names`, and shared by every row; `values` decodes one row, in column order.
+///
+/// # Errors
+///
+/// The first error `values` returns.
+pub fn decode_result<'r, R, I>(
+    rows: &'r [R],
+    names: impl FnOnce(&'r R) -> I,
+    values: impl FnMut(&'r R) -> Result<Vec<Value>>,
+) -> Result<Vec<Row>>
+where
+    I: IntoIterator<Item = &'r str>,
+{
+    let Some(first) = rows.first() else {
+        return Ok(Vec::new());
+    };
+    let columns: Arc<[String]> = names(first).into_iter().map(str::to_owned).collect();
+    rows.iter()
+        .map(values)
+        .map(|values| Ok(Row::new(Arc::clone(&columns), values?)))
+        .collect()
+}
+
 /// A row shape core decodes query results into.
 pub trait FromRow: Sized {
     /// Decodes one row.
@@ -86,5 +110,25 @@ pub trait FromRow: Sized {
 impl FromRow for Row {
     fn from_row(row: Row) -> Result<Self> {
         Ok(row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_shares_its_column_names_and_keeps_row_order() {
+        let library_rows = [("a", 1_i64), ("b", 2)];
+        let rows = decode_result(
+            &library_rows,
+            |_| ["name", "n"],
+            |(name, n)| Ok(vec![Value::Text((*name).into()), Value::Int8(*n)]),
+        )
+        .unwrap();
+        assert_eq!(rows[1].get::<i64>("n").unwrap(), 2);
+        assert!(std::ptr::eq(rows[0].columns(), rows[1].columns()));
+        let none: [(); 0] = [];
+        assert!(decode_result(&none, |_| ["x"], |_| Ok(vec![])).unwrap().is_empty());
     }
 }
