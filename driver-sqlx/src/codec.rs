@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use pgmill::Result;
-use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, interval};
+use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, decode_result, interval};
 use sqlx::error::BoxDynError;
 use sqlx::postgres::types::PgInterval;
 use sqlx::postgres::{PgArguments, PgRow, PgValueRef};
@@ -71,16 +71,11 @@ fn bind_null(query: &mut Query<'_, Postgres, PgArguments>, ty: PgType) -> Result
     }
 }
 
-/// Decodes a result; column names are shared by every row, column types are looked up once.
+/// Decodes a result; column types are looked up once, from the first row.
 pub(crate) fn decode_rows(rows: &[PgRow]) -> Result<Vec<Row>> {
     let Some(first) = rows.first() else {
         return Ok(Vec::new());
     };
-    let columns: Arc<[String]> = first
-        .columns()
-        .iter()
-        .map(|c| c.name().to_owned())
-        .collect();
     let types = first
         .columns()
         .iter()
@@ -91,20 +86,22 @@ pub(crate) fn decode_rows(rows: &[PgRow]) -> Result<Vec<Row>> {
                 .ok_or_else(|| column_error(c.name(), ty.name(), "not a type pgmill reads".into()))
         })
         .collect::<Result<Vec<_>>>()?;
-    rows.iter()
-        .map(|row| {
-            let values = types
+    decode_result(
+        rows,
+        |row| row.columns().iter().map(|c| c.name()),
+        |row| {
+            types
                 .iter()
                 .enumerate()
                 .map(|(i, ty)| {
                     let raw = row.try_get_raw(i).map_err(db_error)?;
                     let type_name = raw.type_info().name().to_owned();
-                    decode_value(*ty, raw).map_err(|e| column_error(&columns[i], &type_name, e))
+                    decode_value(*ty, raw)
+                        .map_err(|e| column_error(row.column(i).name(), &type_name, e))
                 })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Row::new(Arc::clone(&columns), values))
-        })
-        .collect()
+                .collect()
+        },
+    )
 }
 
 fn decode_value(ty: ColumnType, raw: PgValueRef<'_>) -> Result<Value, BoxDynError> {

@@ -2,12 +2,11 @@
 //! the type of their [`PgType`], columns decoded by the [`ColumnType`] of their type OID.
 
 use std::error::Error as StdError;
-use std::sync::Arc;
 
 use bytes::BytesMut;
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use pgmill::Result;
-use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, interval};
+use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, decode_result, interval};
 use postgres_types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
 use crate::error::codec_error;
@@ -125,24 +124,13 @@ impl<'a> FromSql<'a> for PgInterval {
     }
 }
 
-/// Decodes a result; every row shares one list of column names.
+/// Decodes a result.
 pub(crate) fn decode_rows(rows: &[tokio_postgres::Row]) -> Result<Vec<Row>> {
-    let Some(first) = rows.first() else {
-        return Ok(Vec::new());
-    };
-    let columns: Arc<[String]> = first
-        .columns()
-        .iter()
-        .map(|c| c.name().to_owned())
-        .collect();
-    rows.iter()
-        .map(|row| {
-            let values = (0..columns.len())
-                .map(|i| decode_column(row, i))
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Row::new(Arc::clone(&columns), values))
-        })
-        .collect()
+    decode_result(
+        rows,
+        |row| row.columns().iter().map(|c| c.name()),
+        |row| (0..row.len()).map(|i| decode_column(row, i)).collect(),
+    )
 }
 
 /// Decodes column `i` by its type.

@@ -43,6 +43,22 @@ impl TokioPostgresConnection {
     fn client(&self) -> &Client {
         &self.0
     }
+
+    /// The statement prepared once per connection and kept in deadpool's cache, with its
+    /// parameters: the engine runs the same few statements over and over, and planning them on
+    /// every call costs more than running them.
+    async fn prepare<'s>(
+        &self,
+        stmt: &'s Statement,
+    ) -> Result<(tokio_postgres::Statement, Params<'s>)> {
+        let params = Params::new(stmt)?;
+        let prepared = self
+            .0
+            .prepare_typed_cached(stmt.sql(), &params.types())
+            .await
+            .map_err(db_error)?;
+        Ok((prepared, params))
+    }
 }
 
 impl Executor for TokioPostgresConnection {
@@ -51,16 +67,8 @@ impl Executor for TokioPostgresConnection {
     where
         Self: 't;
 
-    /// Pooled connections prepare each statement once and keep it in deadpool's per-connection
-    /// cache: the engine runs the same few statements over and over, and planning them on every
-    /// call costs more than running them.
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
-        let params = Params::new(stmt)?;
-        let prepared = self
-            .0
-            .prepare_typed_cached(stmt.sql(), &params.types())
-            .await
-            .map_err(db_error)?;
+        let (prepared, params) = self.prepare(stmt).await?;
         self.client()
             .execute(&prepared, &params.values())
             .await
@@ -68,12 +76,7 @@ impl Executor for TokioPostgresConnection {
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        let params = Params::new(stmt)?;
-        let prepared = self
-            .0
-            .prepare_typed_cached(stmt.sql(), &params.types())
-            .await
-            .map_err(db_error)?;
+        let (prepared, params) = self.prepare(stmt).await?;
         let rows = self
             .client()
             .query(&prepared, &params.values())
