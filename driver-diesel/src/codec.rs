@@ -69,9 +69,9 @@ fn bind<'f>(
         Value::Jsonb(v) => q.bind::<Jsonb, _>(v),
         Value::Timestamptz(v) => q.bind::<Timestamptz, _>(v),
         Value::Interval(v) => {
-            let micros = interval::to_micros(*v)
+            let (months, days, micros) = interval::to_parts(*v)
                 .map_err(|m| Error::from(DbError::new(DbErrorKind::Codec, m)))?;
-            q.bind::<Interval, _>(PgInterval::new(micros, 0, 0))
+            q.bind::<Interval, _>(PgInterval::new(micros, days, months))
         }
         Value::TextArray(v) => q.bind::<Array<Text>, _>(v),
         Value::Int8Array(v) => q.bind::<Array<BigInt>, _>(v),

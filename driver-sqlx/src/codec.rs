@@ -38,11 +38,14 @@ fn bind(query: &mut Query<'_, Postgres, PgArguments>, value: &Value) -> Result<(
         Value::Bytea(v) => query.try_bind(v.as_slice()),
         Value::Jsonb(v) => query.try_bind(Json(v)),
         Value::Timestamptz(v) => query.try_bind(*v),
-        Value::Interval(v) => query.try_bind(PgInterval {
-            months: 0,
-            days: 0,
-            microseconds: interval::to_micros(*v)?,
-        }),
+        Value::Interval(v) => {
+            let (months, days, microseconds) = interval::to_parts(*v)?;
+            query.try_bind(PgInterval {
+                months,
+                days,
+                microseconds,
+            })
+        }
         Value::TextArray(v) => query.try_bind(v.as_slice()),
         Value::Int8Array(v) => query.try_bind(v.as_slice()),
         Value::JsonbArray(v) => query.try_bind(v.as_slice()),

@@ -1,7 +1,7 @@
 //! `interval` values as durations, for every driver.
 //!
 //! Postgres stores an interval as months, days and microseconds. pgmill binds a duration as
-//! microseconds only (0 months, 0 days, as Postgres itself truncates below a microsecond), and
+//! microseconds only (0 months, 0 days; below a microsecond it truncates, as Postgres does), and
 //! reads one back with a day counted as 24 hours. Months have no fixed length, so an interval with
 //! months is refused; core's SQL never produces one. [`to_binary`] and [`from_binary`] are the
 //! wire format, for libraries without an interval type of their own.
@@ -11,12 +11,16 @@ use chrono::TimeDelta;
 /// The size of an interval in Postgres's binary format.
 pub const BINARY_LEN: usize = 16;
 
-/// The microseconds a duration binds as.
+/// The months, days and microseconds a duration binds as: `(0, 0, all of it)`.
 ///
 /// # Errors
 ///
 /// A message when the duration does not fit in 64-bit microseconds.
-pub fn to_micros(d: TimeDelta) -> Result<i64, String> {
+pub fn to_parts(d: TimeDelta) -> Result<(i32, i32, i64), String> {
+    Ok((0, 0, to_micros(d)?))
+}
+
+fn to_micros(d: TimeDelta) -> Result<i64, String> {
     d.num_microseconds()
         .ok_or_else(|| format!("interval {d} does not fit in 64-bit microseconds"))
 }
@@ -42,10 +46,13 @@ pub fn from_parts(months: i32, days: i32, micros: i64) -> Result<TimeDelta, Stri
 ///
 /// # Errors
 ///
-/// As [`to_micros`].
+/// As [`to_parts`].
 pub fn to_binary(d: TimeDelta) -> Result<[u8; BINARY_LEN], String> {
+    let (months, days, micros) = to_parts(d)?;
     let mut out = [0; BINARY_LEN];
-    out[..8].copy_from_slice(&to_micros(d)?.to_be_bytes());
+    out[..8].copy_from_slice(&micros.to_be_bytes());
+    out[8..12].copy_from_slice(&days.to_be_bytes());
+    out[12..].copy_from_slice(&months.to_be_bytes());
     Ok(out)
 }
 
@@ -104,6 +111,7 @@ mod tests {
 
     #[test]
     fn durations_beyond_64_bit_microseconds_are_refused() {
-        assert!(to_micros(TimeDelta::MAX).is_err());
+        assert!(to_parts(TimeDelta::MAX).is_err());
+        assert_eq!(to_parts(TimeDelta::seconds(90)), Ok((0, 0, 90_000_000)));
     }
 }

@@ -129,6 +129,10 @@ mod tests {
         assert_eq!(rows[1].get::<i64>("n").unwrap(), 2);
         assert!(std::ptr::eq(rows[0].columns(), rows[1].columns()));
         let none: [(); 0] = [];
-        assert!(decode_result(&none, |_| ["x"], |_| Ok(vec![])).unwrap().is_empty());
+        assert!(
+            decode_result(&none, |_| ["x"], |_| Ok(vec![]))
+                .unwrap()
+                .is_empty()
+        );
     }
 }
