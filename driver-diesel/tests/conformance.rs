@@ -2,9 +2,8 @@
 //! behaviours the suite cannot reach (blocking transactions, cancelled calls).
 
 use diesel::{Connection, PgConnection};
-use pgmill::driver::{BlockingExecutor, Row, Statement};
-use pgmill::{DbError, DbErrorKind, InsertParams, Inserter, JobRow};
 use pgmill_driver_diesel::{DieselDriver, PgConnectionExt};
+use pgmill_drivertest::{HostDone, HostWork, harness_error};
 
 struct Harness;
 
@@ -28,62 +27,6 @@ impl From<pgmill::Error> for HostError {
     }
 }
 
-/// Errors of the diesel calls the harness makes itself (the driver maps its own).
-fn harness_error(e: impl std::error::Error + Send + Sync + 'static) -> pgmill::Error {
-    DbError::new(DbErrorKind::Other, e.to_string())
-        .with_source(e)
-        .into()
-}
-
-/// Runs `statements` in `conn.transaction(..)`, committing or rolling back, returning the rows.
-fn host_transaction_blocking(
-    url: &str,
-    statements: &[Statement],
-    commit: bool,
-) -> pgmill::Result<Vec<Vec<Row>>> {
-    let mut conn = PgConnection::establish(url).map_err(harness_error)?;
-    let mut results = Vec::with_capacity(statements.len());
-    let outcome = conn.transaction(|conn| {
-        for stmt in statements {
-            results.push(conn.pgmill().query(stmt)?);
-        }
-        if commit {
-            Ok(())
-        } else {
-            Err(HostError::RollBack)
-        }
-    });
-    match outcome {
-        Ok(()) | Err(HostError::RollBack) => Ok(results),
-        Err(HostError::Pgmill(e)) => Err(e),
-        Err(HostError::Diesel(e)) => Err(harness_error(e)),
-    }
-}
-
-/// Inserts `jobs` in `conn.transaction(..)` with `insert_jobs`, committing or rolling back.
-fn host_insert_blocking(
-    url: &str,
-    inserter: &Inserter,
-    jobs: &[InsertParams],
-    commit: bool,
-) -> pgmill::Result<Vec<JobRow>> {
-    let mut conn = PgConnection::establish(url).map_err(harness_error)?;
-    let mut inserted = Vec::new();
-    let outcome = conn.transaction(|conn| {
-        inserted = conn.insert_jobs(inserter, jobs)?;
-        if commit {
-            Ok(())
-        } else {
-            Err(HostError::RollBack)
-        }
-    });
-    match outcome {
-        Ok(()) | Err(HostError::RollBack) => Ok(inserted),
-        Err(HostError::Pgmill(e)) => Err(e),
-        Err(HostError::Diesel(e)) => Err(harness_error(e)),
-    }
-}
-
 impl pgmill_drivertest::Harness for Harness {
     type Driver = DieselDriver;
 
@@ -95,27 +38,30 @@ impl pgmill_drivertest::Harness for Harness {
         DieselDriver::connect(url, max_connections).await
     }
 
-    async fn host_transaction(
-        url: &str,
-        statements: Vec<Statement>,
-        commit: bool,
-    ) -> pgmill::Result<Vec<Vec<Row>>> {
+    async fn run_host_transaction(url: &str, work: HostWork) -> pgmill::Result<HostDone> {
         let url = url.to_owned();
-        tokio::task::spawn_blocking(move || host_transaction_blocking(&url, &statements, commit))
+        tokio::task::spawn_blocking(move || host_transaction_blocking(&url, &work))
             .await
             .map_err(harness_error)?
     }
+}
 
-    async fn host_insert(
-        url: &str,
-        inserter: &Inserter,
-        jobs: Vec<InsertParams>,
-        commit: bool,
-    ) -> pgmill::Result<Vec<JobRow>> {
-        let (url, inserter) = (url.to_owned(), inserter.clone());
-        tokio::task::spawn_blocking(move || host_insert_blocking(&url, &inserter, &jobs, commit))
-            .await
-            .map_err(harness_error)?
+/// Runs `work` in `conn.transaction(..)`, then commits or rolls back.
+fn host_transaction_blocking(url: &str, work: &HostWork) -> pgmill::Result<HostDone> {
+    let mut conn = PgConnection::establish(url).map_err(harness_error)?;
+    let mut done = HostDone::default();
+    let outcome = conn.transaction(|conn| {
+        done = pgmill_drivertest::run_host_work!(blocking conn, work);
+        if work.commit {
+            Ok(())
+        } else {
+            Err(HostError::RollBack)
+        }
+    });
+    match outcome {
+        Ok(()) | Err(HostError::RollBack) => Ok(done),
+        Err(HostError::Pgmill(e)) => Err(e),
+        Err(HostError::Diesel(e)) => Err(harness_error(e)),
     }
 }
 

@@ -1,17 +1,27 @@
 //! The conformance suite every pgmill driver passes.
 //!
-//! A driver crate joins the suite with a small [`Harness`] implementation and one line in its
-//! `tests/conformance.rs`:
+//! A driver crate joins the suite in its `tests/conformance.rs`, in two parts:
+//!
+//! - a [`Harness`] on a unit struct: how to build its driver, and how to open a transaction of
+//!   the application's own connection type, in which [`run_host_work!`] runs the suite's
+//!   [`HostWork`] through the driver's extension trait;
+//! - one line, `conformance_suite!(Harness)`, that expands to a `#[tokio::test]` per case.
 //!
 //! ```text
 //! struct Harness;
-//! impl pgmill_drivertest::Harness for Harness { /* connect, host_transaction, host_insert */ }
+//! impl pgmill_drivertest::Harness for Harness { /* connect, run_host_transaction */ }
 //! pgmill_drivertest::conformance_suite!(Harness);
 //! ```
 //!
+//! That is 28 lines for sqlx and tokio-postgres, and 68 for diesel, whose host transaction is a
+//! blocking closure with an error type of its own. Cases that only one driver can have (diesel's
+//! blocking transactions and cancelled `interact` calls, deadpool's pooled objects) follow in the
+//! same file.
+//!
 //! Every driver runs the same cases under the same names (`module::behaviour`), each against
 //! real Postgres in a fresh schema: [`testdb`] (the `pgmill-testdb` crate) provides
-//! `DATABASE_URL` or a throwaway cluster.
+//! `DATABASE_URL` or a throwaway cluster. This crate's own tests check the suite's list against
+//! the `pub async fn`s in `src/cases/`, so a case written is a case every driver runs.
 
 pub mod cases;
 mod context;
@@ -24,11 +34,12 @@ pub mod scripted;
 
 pub use context::{TestContext, migrated};
 pub use eventually::eventually;
-pub use harness::Harness;
+pub use harness::{Harness, HostDone, HostWork, harness_error};
 pub use pgmill_testdb as testdb;
 
 #[doc(hidden)]
 pub mod __private {
+    pub use pgmill::driver::{BlockingExecutor, Executor};
     pub use tokio;
 }
 
@@ -37,7 +48,16 @@ pub mod __private {
 #[macro_export]
 macro_rules! conformance_suite {
     ($harness:ty) => {
-        $crate::__conformance_modules! { $harness;
+        $crate::__conformance_cases! { [$crate::__conformance_modules] $harness }
+    };
+}
+
+/// The list of cases, module by module, handed to the macro `[$callback]` after `$args;`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ([$($callback:tt)*] $($args:tt)*) => {
+        $($callback)*! { $($args)*;
             client_work {
                 retry_then_success, attempts_exhausted_are_discarded_with_every_error,
                 snooze_runs_again_without_using_an_attempt, long_snooze_schedules_the_job,
@@ -148,6 +168,7 @@ macro_rules! conformance_suite {
                 columns_keep_their_names_and_order, zero_rows_decode_as_empty,
                 five_thousand_rows_decode, integer_widths_are_kept,
                 varchar_name_and_bpchar_decode_as_text, json_decodes_as_jsonb,
+                json_array_decodes_as_jsonb_array,
                 interval_with_days_decodes, unsupported_type_is_a_decode_error,
                 query_scalar_of_no_rows_is_an_error,
             }
@@ -157,6 +178,7 @@ macro_rules! conformance_suite {
                 division_by_zero_keeps_its_sqlstate, read_only_transaction_keeps_its_sqlstate,
                 aborted_transaction_keeps_its_sqlstate,
                 terminated_backend_is_connection_lost_and_next_call_succeeds,
+                statement_in_flight_on_a_terminated_backend_is_connection_lost,
                 discarded_connection_is_never_reused,
             }
             transaction {
@@ -185,6 +207,7 @@ macro_rules! conformance_suite {
                 rolled_back_notification_is_not_delivered,
                 notifications_arrive_in_order,
                 reconnects_after_backend_terminated_and_reports_it,
+                reconnect_is_reported_even_when_next_event_is_cancelled_midway,
             }
             migrator {
                 up_creates_every_table, up_again_is_a_no_op,
@@ -197,6 +220,7 @@ macro_rules! conformance_suite {
     };
 }
 
+/// One module of `#[tokio::test]`s per case module, each running its case on `$harness`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_modules {
@@ -214,4 +238,60 @@ macro_rules! __conformance_modules {
             }
         )*
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::fs;
+    use std::path::Path;
+
+    /// `module::case` for every case in the list `conformance_suite!` expands.
+    macro_rules! listed_cases {
+        (; $($module:ident { $($case:ident),* $(,)? })*) => {
+            &[$($(concat!(stringify!($module), "::", stringify!($case)),)*)*]
+        };
+    }
+
+    const LISTED: &[&str] = crate::__conformance_cases! { [listed_cases] };
+
+    /// `module::case` for every `pub async fn` in `src/cases/<module>.rs`.
+    fn written_cases() -> BTreeSet<String> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cases");
+        let mut cases = BTreeSet::new();
+        for entry in fs::read_dir(&dir).expect("src/cases is readable") {
+            let path = entry.expect("directory entry").path();
+            let module = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("file name");
+            if module == "mod" || path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = fs::read_to_string(&path).expect("case file is readable");
+            for line in text.lines() {
+                if let Some(rest) = line.strip_prefix("pub async fn ") {
+                    let name = rest
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap_or_default();
+                    cases.insert(format!("{module}::{name}"));
+                }
+            }
+        }
+        cases
+    }
+
+    #[test]
+    fn the_suite_runs_every_case_written_and_each_once() {
+        let listed: BTreeSet<String> = LISTED.iter().map(|c| (*c).to_owned()).collect();
+        assert_eq!(listed.len(), LISTED.len(), "a case is listed twice");
+        let written = written_cases();
+        let unlisted: Vec<_> = written.difference(&listed).collect();
+        let unwritten: Vec<_> = listed.difference(&written).collect();
+        assert!(
+            unlisted.is_empty() && unwritten.is_empty(),
+            "conformance_suite! in src/lib.rs is out of date: add {unlisted:?}, remove {unwritten:?}"
+        );
+    }
 }

@@ -149,6 +149,56 @@ pub async fn terminated_backend_is_connection_lost_and_next_call_succeeds<H: Har
     assert_eq!(one, 1);
 }
 
+/// A statement running when its backend is terminated fails with the server's 57P01, which is
+/// reported as a lost connection (as is the next call on that connection).
+pub async fn statement_in_flight_on_a_terminated_backend_is_connection_lost<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut victim = ctx.conn().await;
+    let pid: i32 = victim
+        .query_scalar(&Statement::new("SELECT pg_backend_pid() AS pid"))
+        .await
+        .expect("pid");
+    let sleeping = tokio::spawn(async move {
+        let first = victim.execute(&Statement::new("SELECT pg_sleep(60)")).await;
+        let next = victim.execute(&Statement::new("SELECT 1")).await;
+        (first, next)
+    });
+    let mut killer = ctx.conn().await;
+    let wait_for_sleep = Statement::new(
+        "SELECT count(*) AS n FROM pg_stat_activity \
+         WHERE pid = $1::int AND wait_event = 'PgSleep'",
+    )
+    .bind(pid);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while killer
+        .query_scalar::<i64>(&wait_for_sleep)
+        .await
+        .expect("poll")
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the sleep never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    killer
+        .execute(&Statement::new("SELECT pg_terminate_backend($1::int, 10000)").bind(pid))
+        .await
+        .expect("terminate");
+    let (first, next) = tokio::time::timeout(Duration::from_secs(20), sleeping)
+        .await
+        .expect("the statement ends in time")
+        .expect("task");
+    let first = first.expect_err("terminated");
+    assert!(first.is_connection_lost(), "{first}");
+    if H::REPORTS_EVERY_SQLSTATE {
+        assert_eq!(first.sqlstate(), Some("57P01"), "{first}");
+    }
+    let next = next.expect_err("connection is gone");
+    assert!(next.is_connection_lost(), "{next}");
+}
+
 /// A connection handed to `Driver::discard` leaves the pool: the next acquire gets another backend,
 /// while a connection simply dropped is reused.
 pub async fn discarded_connection_is_never_reused<H: Harness>() {

@@ -24,6 +24,20 @@ async fn listener_tagged<H: Harness>(url: &str, tag: &str) -> <H::Driver as Driv
     driver.listener().await.expect("listener opens")
 }
 
+/// Terminates the backends tagged `tag` (the listener's, and its driver's pooled connections), and
+/// returns how many there were.
+async fn terminate_tagged<E: Executor>(exec: &mut E, tag: &str) -> i64 {
+    exec.query_scalar(
+        &Statement::new(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) AS killed \
+             FROM pg_stat_activity WHERE application_name = $1::text",
+        )
+        .bind(tag),
+    )
+    .await
+    .expect("terminate the listener's backend")
+}
+
 async fn notify<E: Executor>(exec: &mut E, channel: &str, payload: &str) {
     exec.execute(
         &Statement::new("SELECT pg_notify($1::text, $2::text)")
@@ -165,20 +179,48 @@ pub async fn reconnects_after_backend_terminated_and_reports_it<H: Harness>() {
     notify(&mut conn, &channel, "before").await;
     assert_eq!(next_notification(&mut l).await.payload, "before");
 
-    let killed: i64 = conn
-        .query_scalar(
-            &Statement::new(
-                "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000)) AS killed \
-                 FROM pg_stat_activity WHERE application_name = $1::text",
-            )
-            .bind(tag.as_str()),
-        )
-        .await
-        .expect("terminate the listener's backend");
+    let killed = terminate_tagged(&mut conn, &tag).await;
     assert!(killed >= 1, "the listener's backend was found");
 
     // The next event is the reconnect (no notification was sent in between).
     assert_eq!(next(&mut l).await, ListenerEvent::Reconnected);
     notify(&mut conn, &channel, "after").await;
     assert_eq!(next_notification(&mut l).await.payload, "after");
+}
+
+/// A `next_event` dropped again and again while the listener reconnects (as a `select!` against a
+/// fast timer would) still ends in `Reconnected`: the reconnect is kept across calls, so the gap
+/// in notifications is always reported.
+pub async fn reconnect_is_reported_even_when_next_event_is_cancelled_midway<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let channel = ctx.schema.channel("cancelled");
+    let tag = ctx.schema.name().to_owned();
+    let mut l = listener_tagged::<H>(&ctx.url, &tag).await;
+    l.listen(&channel).await.expect("listen");
+    let mut conn = ctx.conn().await;
+    let killed = terminate_tagged(&mut conn, &tag).await;
+    assert!(killed >= 1, "the listener's backend was found");
+
+    // Every poll that times out drops the `next_event` future, many of them during the
+    // reconnect (a new connection and its LISTEN take longer than a millisecond).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let event = loop {
+        match tokio::time::timeout(Duration::from_millis(1), l.next_event()).await {
+            Ok(event) => break event.expect("listener event"),
+            Err(_) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "the reconnect was never reported"
+            ),
+        }
+    };
+    assert_eq!(event, ListenerEvent::Reconnected);
+
+    notify(&mut conn, &channel, "after").await;
+    match next(&mut l).await {
+        ListenerEvent::Notification(n) => assert_eq!(
+            (n.channel.as_str(), n.payload.as_str()),
+            (channel.as_str(), "after")
+        ),
+        other => panic!("expected the notification, got {other:?}"),
+    }
 }

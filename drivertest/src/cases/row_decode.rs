@@ -78,6 +78,15 @@ pub async fn json_decodes_as_jsonb<H: Harness>() {
     assert_eq!(rows[0].values(), [Value::Jsonb(json!({"a": [1, "b"]}))]);
 }
 
+/// json[] columns read as jsonb[] values.
+pub async fn json_array_decodes_as_jsonb_array<H: Harness>() {
+    let rows = query::<H>("SELECT ARRAY['{\"a\": 1}', '[2]']::json[] AS j").await;
+    assert_eq!(
+        rows[0].values(),
+        [Value::JsonbArray(vec![json!({"a": 1}), json!([2])])]
+    );
+}
+
 /// An interval with a days part reads as the whole duration.
 pub async fn interval_with_days_decodes<H: Harness>() {
     let rows = query::<H>("SELECT interval '2 days 03:00:00.5' AS i").await;
