@@ -9,7 +9,7 @@
 //! name never reaches SQL.
 //!
 //! Only the form the engine writes is accepted: `COPY <target> FROM STDIN`, text format, no
-//! options (see [`pgmill::driver::CopyIn`]).
+//! options ([`pgmill::driver::copy_target`]).
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -18,6 +18,7 @@ use diesel::PgConnection;
 use diesel::pg::CopyTarget;
 use diesel::prelude::*;
 use diesel::query_builder::AstPass;
+use pgmill::driver::copy_target;
 use pgmill::{Error, Result};
 
 use crate::error::query_error;
@@ -66,41 +67,6 @@ impl Drop for TargetGuard {
     }
 }
 
-/// The `<target>` of `COPY <target> FROM STDIN`, after any leading `--` comment lines.
-///
-/// # Errors
-///
-/// [`Error::Unsupported`] for any other statement, e.g. one with COPY options.
-pub(crate) fn copy_target(sql: &str) -> Result<&str> {
-    let mut rest = sql.trim_start();
-    while rest.starts_with("--") {
-        rest = rest
-            .split_once('\n')
-            .map_or("", |(_, after)| after)
-            .trim_start();
-    }
-    let rest = rest.trim_end().trim_end_matches(';').trim_end();
-    let target = strip_prefix_ignore_case(rest, "COPY ")
-        .and_then(|r| strip_suffix_ignore_case(r, " FROM STDIN"))
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
-    target.ok_or(Error::Unsupported(
-        "a COPY other than `COPY <table> (<columns>) FROM STDIN` on the diesel driver",
-    ))
-}
-
-fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &s[prefix.len()..])
-}
-
-fn strip_suffix_ignore_case<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
-    let at = s.len().checked_sub(suffix.len())?;
-    let tail = s.get(at..)?;
-    tail.eq_ignore_ascii_case(suffix).then(|| &s[..at])
-}
-
 /// Runs `COPY <target> FROM STDIN`, writing the text-format data `feed` produces, and returns
 /// the number of rows copied.
 ///
@@ -111,7 +77,9 @@ pub(crate) fn copy_in(
     sql: &str,
     feed: impl Fn(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<u64> {
-    let target = copy_target(sql)?;
+    let target = copy_target(sql).ok_or(Error::Unsupported(
+        "a COPY other than `COPY <table> (<columns>) FROM STDIN` on the diesel driver",
+    ))?;
     let _guard = TargetGuard::set(target);
     let copied = diesel::copy_from(pgmill_copy_placeholder::table)
         .from_raw_data(EngineCopyTarget, |out: &mut dyn Write| {
@@ -132,35 +100,5 @@ fn io_to_diesel(e: std::io::Error) -> diesel::result::Error {
         Some(Ok(diesel)) => *diesel,
         Some(Err(other)) => DieselError::SerializationError(other),
         None => DieselError::SerializationError("writing COPY data failed".into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_target_is_what_lies_between_copy_and_from_stdin() {
-        assert_eq!(
-            copy_target("-- a comment\n-- another\nCOPY \"s\".t (a, b) FROM STDIN\n").unwrap(),
-            "\"s\".t (a, b)"
-        );
-        assert_eq!(copy_target("copy t from stdin;").unwrap(), "t");
-    }
-
-    #[test]
-    fn other_statements_are_refused() {
-        for sql in [
-            "COPY t FROM STDIN (FORMAT csv)",
-            "COPY t TO STDOUT",
-            "SELECT 1",
-            "COPY  FROM STDIN",
-            "",
-        ] {
-            assert!(
-                matches!(copy_target(sql), Err(Error::Unsupported(_))),
-                "{sql:?}"
-            );
-        }
     }
 }

@@ -27,7 +27,7 @@ use std::future::Future;
 
 pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
 pub use row::{FromRow, Row, decode_result};
-pub use statement::{CopyIn, CopyRowWriter, Statement};
+pub use statement::{CopyIn, CopyRowWriter, Statement, copy_target};
 pub use value::{FromValue, IntoValue, PgType, Value};
 
 #[doc(inline)]

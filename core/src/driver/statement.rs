@@ -293,6 +293,36 @@ fn encode_copy_field(out: &mut String, v: &Value) {
     }
 }
 
+/// The `<target>` of a `COPY <target> FROM STDIN` in text format with no options, the form core
+/// writes (`"s".pgmill_job (state, queue, ..)`), after any leading `--` comment lines; `None` for
+/// any other statement. For libraries that render the COPY statement themselves (diesel).
+pub fn copy_target(sql: &str) -> Option<&str> {
+    let mut rest = sql.trim_start();
+    while rest.starts_with("--") {
+        rest = rest
+            .split_once('\n')
+            .map_or("", |(_, after)| after)
+            .trim_start();
+    }
+    let rest = rest.trim_end().trim_end_matches(';').trim_end();
+    strip_prefix_ignore_case(rest, "COPY ")
+        .and_then(|r| strip_suffix_ignore_case(r, " FROM STDIN"))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
+}
+
+fn strip_suffix_ignore_case<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
+    let at = s.len().checked_sub(suffix.len())?;
+    let tail = s.get(at..)?;
+    tail.eq_ignore_ascii_case(suffix).then(|| &s[..at])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,5 +370,23 @@ mod tests {
         assert_eq!(float_text(0.1), "0.1");
         assert_eq!(float_text(f64::INFINITY), "Infinity");
         assert_eq!(float_text(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn the_copy_target_is_what_lies_between_copy_and_from_stdin() {
+        assert_eq!(
+            copy_target("-- a comment\n-- another\nCOPY \"s\".t (a, b) FROM STDIN\n"),
+            Some("\"s\".t (a, b)")
+        );
+        assert_eq!(copy_target("copy t from stdin;"), Some("t"));
+        for sql in [
+            "COPY t FROM STDIN (FORMAT csv)",
+            "COPY t TO STDOUT",
+            "SELECT 1",
+            "COPY  FROM STDIN",
+            "",
+        ] {
+            assert_eq!(copy_target(sql), None, "{sql:?}");
+        }
     }
 }
