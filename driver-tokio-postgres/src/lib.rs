@@ -10,6 +10,7 @@
 //! | [`TokioPostgresConnection`]   | a pooled connection (an `Executor`)                         |
 //! | [`TokioPostgresExecutor`]     | an `Executor` over your own `Client` or `Transaction`       |
 //! | [`TokioPostgresTransaction`]  | the same, over a transaction opened by `Executor::begin`    |
+//! | [`AsGenericClient`]           | what those two run on: `&mut` your client, or a transaction |
 //! | [`GenericClientExt`]          | `insert_job` / `.pgmill()` on any `GenericClient`           |
 //! | [`TokioPostgresListener`]     | the dedicated LISTEN connection, reconnecting on its own    |
 //!
