@@ -49,6 +49,7 @@ queries! {
     JobCopyAvailablePlain => "job/job_copy_available_plain.sql",
     JobDelete => "job/job_delete.sql",
     JobGetAvailable => "job/job_get_available.sql",
+    JobGetAvailableAfter => "job/job_get_available_after.sql",
     JobGetCancelRequested => "job/job_get_cancel_requested.sql",
     JobGetById => "job/job_get_by_id.sql",
     JobInsertMany => "job/job_insert_many.sql",

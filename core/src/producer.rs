@@ -41,7 +41,7 @@ use crate::in_flight::InFlight;
 use crate::job::JobRow;
 use crate::job_executor::JobExecutor;
 use crate::query::{
-    IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
+    FetchPosition, IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
 };
 use crate::queue_handle::QueueHandle;
 
@@ -125,6 +125,7 @@ impl<D: Driver> Producer<D> {
         async move {
             let slots = Arc::new(Semaphore::new(self.max_workers));
             let buffer = Arc::new(JobBuffer::default());
+            let mut cursor = ClaimCursor::default();
             let _kill_watch = AbortOnDrop(tokio::spawn(cancel_running_on_kill(
                 Arc::clone(&self.handle),
                 kill.clone(),
@@ -141,7 +142,7 @@ impl<D: Driver> Producer<D> {
                 if self.handle.is_paused() {
                     self.release_buffered(&buffer, "paused").await;
                 } else {
-                    match self.fill_slots(&slots, &buffer, &kill).await {
+                    match self.fill_slots(&slots, &buffer, &mut cursor, &kill).await {
                         Ok(()) => backoff = Duration::from_millis(100),
                         Err(e) => {
                             warn!(error = %e, "fetch failed; backing off");
@@ -244,6 +245,7 @@ impl<D: Driver> Producer<D> {
         &self,
         slots: &Arc<Semaphore>,
         buffer: &Arc<JobBuffer>,
+        cursor: &mut ClaimCursor,
         kill: &CancellationToken,
     ) -> Result<()> {
         // One connection for a run of back-to-back fetches, back to the pool when this returns.
@@ -268,6 +270,7 @@ impl<D: Driver> Producer<D> {
             }
             let span = debug_span!("pgmill.claim", queue = %self.queue, limit, num_jobs = Empty);
             let started = Instant::now();
+            let after = cursor.next_claim();
             let jobs = with_timeout("fetch", async {
                 let conn = match &mut lease {
                     Some(conn) => conn,
@@ -279,12 +282,14 @@ impl<D: Driver> Producer<D> {
                     &self.queue,
                     limit,
                     &self.config.client_id,
+                    after,
                 )
                 .await
             })
             .instrument(span.clone())
             .await?;
             let fetched = jobs.len();
+            cursor.claimed(after.is_none(), jobs.last());
             span.record("num_jobs", fetched);
             self.claim_seconds.record(started.elapsed().as_secs_f64());
             self.claim_jobs.record(fetched as f64);
@@ -324,12 +329,79 @@ impl<D: Driver> Producer<D> {
                 tokio::spawn(slot.run(first, permit));
             }
             if fetched < limit {
+                if after.is_some() {
+                    // The end of the queue from the position: look at the head before concluding
+                    // it ran dry.
+                    cursor.restart_from_head();
+                    continue;
+                }
                 return Ok(());
             }
             // Let the jobs just started run before counting free slots again: short jobs are done
             // by then, so the next fetch fills their slots too instead of half of them.
             tokio::task::yield_now().await;
         }
+    }
+}
+
+/// Claims from the head of the queue at least this often (in claims)...
+const CLAIMS_BETWEEN_HEAD_SCANS: u32 = 8;
+/// ...and in time.
+const HEAD_SCAN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Where the next claim starts: after the last job claimed, except every few claims (and after a
+/// pause in claiming), which start from the head of the queue.
+///
+/// Claiming from the head walks the index entries of every job claimed since the last vacuum
+/// (they stay in the fetch index, pointing at row versions that are no longer available): with a
+/// deep backlog that is most of a claim's cost. Claims from the last position skip them. A job
+/// that becomes available behind that position (a retry coming due with its old schedule, a job
+/// of a higher priority) is claimed by the next claim from the head, within
+/// [`CLAIMS_BETWEEN_HEAD_SCANS`] claims or [`HEAD_SCAN_INTERVAL`].
+#[derive(Debug)]
+struct ClaimCursor {
+    position: Option<FetchPosition>,
+    since_head: u32,
+    head_at: Instant,
+}
+
+impl Default for ClaimCursor {
+    fn default() -> Self {
+        ClaimCursor {
+            position: None,
+            since_head: 0,
+            head_at: Instant::now(),
+        }
+    }
+}
+
+impl ClaimCursor {
+    /// The position the next claim starts after; `None`: from the head.
+    fn next_claim(&mut self) -> Option<FetchPosition> {
+        let position = self.position?;
+        if self.since_head >= CLAIMS_BETWEEN_HEAD_SCANS
+            || self.head_at.elapsed() >= HEAD_SCAN_INTERVAL
+        {
+            return None;
+        }
+        self.since_head += 1;
+        Some(position)
+    }
+
+    /// Records a claim (`from_head` or not) whose last job in fetch order was `last`.
+    fn claimed(&mut self, from_head: bool, last: Option<&JobRow>) {
+        if from_head {
+            self.since_head = 0;
+            self.head_at = Instant::now();
+        }
+        if let Some(j) = last {
+            self.position = Some((j.priority, j.scheduled_at, j.id));
+        }
+    }
+
+    /// The next claim starts from the head.
+    fn restart_from_head(&mut self) {
+        self.position = None;
     }
 }
 

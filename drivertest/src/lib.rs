@@ -66,6 +66,7 @@ macro_rules! __conformance_cases {
                 undecodable_args_are_recorded_and_finally_discarded,
                 unknown_kind_is_recorded_and_retried_later,
                 jobs_run_by_priority_then_schedule_then_id, events_report_outcomes_with_timings,
+                job_inserted_behind_the_claim_position_is_not_left_for_last,
                 completion_inside_the_worker_transaction,
             }
             client_insert {

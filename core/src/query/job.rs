@@ -129,18 +129,31 @@ pub(crate) fn job_copy_available<'a>(
     copy
 }
 
+/// A position in fetch order: (priority, scheduled_at, id) of a job.
+pub(crate) type FetchPosition = (i16, DateTime<Utc>, JobId);
+
+/// Claims up to `limit` due jobs of `queue` in fetch order; only those after `after` when given
+/// (`job_get_available_after.sql`).
 pub(crate) async fn job_get_available<E: Executor>(
     exec: &mut E,
     schema: &Schema,
     queue: &str,
     limit: usize,
     client_id: &str,
+    after: Option<FetchPosition>,
 ) -> Result<Vec<JobRow>> {
-    let stmt = schema
-        .statement(Query::JobGetAvailable)
+    let query = match after {
+        Some(_) => Query::JobGetAvailableAfter,
+        None => Query::JobGetAvailable,
+    };
+    let mut stmt = schema
+        .statement(query)
         .bind(queue)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .bind(client_id);
+    if let Some((priority, scheduled_at, id)) = after {
+        stmt = stmt.bind(priority).bind(scheduled_at).bind(id.0);
+    }
     let mut jobs: Vec<JobRow> = exec.query_as(&stmt).await?;
     // RETURNING has no order; run in fetch order.
     jobs.sort_by_key(|j| (j.priority, j.scheduled_at, j.id));

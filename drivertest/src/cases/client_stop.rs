@@ -171,8 +171,10 @@ pub async fn superseded_attempt_reporting_late_changes_nothing<H: Harness>() {
             Err(JobError::retry("late failure from a presumed-dead worker"))
         }
     });
+    // No prefetch: A's only slot is taken, so only B claims the job once it is available again.
     let a = test_client(&ctx)
         .queue("default", 1)
+        .prefetch(0)
         .worker(stale)
         .job_timeout(None)
         .build()

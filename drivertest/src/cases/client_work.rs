@@ -454,3 +454,51 @@ pub async fn completion_inside_the_worker_transaction<H: Harness>() {
     assert_eq!(ctx.count("side").await, 10);
     assert_eq!(client.stats().superseded_results, 0);
 }
+
+/// A job that becomes available behind the point a producer has claimed up to (here, a higher
+/// priority inserted while a backlog is worked through) is claimed soon, not after the backlog:
+/// claims start from the head of the queue every few claims.
+pub async fn job_inserted_behind_the_claim_position_is_not_left_for_last<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&order);
+    let worker = ScriptedWorker::new(move |run| {
+        seen.lock().unwrap().push(run.n);
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            Ok(())
+        }
+    });
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .fetch_limit(1)
+        .prefetch(0)
+        .worker(worker)
+        .build()
+        .unwrap();
+    let params: Vec<_> = (0..60)
+        .map(|n| InsertParams::from_args(&Task { n }, Some(InsertOpts::new().priority(2))).unwrap())
+        .collect();
+    client.insert_bulk(&params).await.unwrap();
+    client.start().await.unwrap();
+    wait_for("the backlog under way", async || {
+        order.lock().unwrap().len() >= 5
+    })
+    .await;
+    client
+        .insert_with(Task { n: 1_000 }, InsertOpts::new().priority(1))
+        .await
+        .unwrap();
+    wait_for("everything ran", async || {
+        count_in(&ctx, JobState::Completed).await == 61
+    })
+    .await;
+    client.stop().await;
+    let order = order.lock().unwrap().clone();
+    let at = order.iter().position(|&n| n == 1_000).unwrap();
+    assert!(
+        at < 40,
+        "the priority job ran at position {at} of {}",
+        order.len()
+    );
+}

@@ -1,0 +1,32 @@
+-- Claims like job_get_available, but only jobs after a position in fetch order: the index scan
+-- starts there instead of at the head of the queue, where the entries of jobs claimed since the
+-- last vacuum pile up (a deep backlog worked through leaves hundreds of thousands). The producer
+-- claims from its last claimed job this way and from the head every few claims, so a job that
+-- became available behind that position (a retry coming due, a higher priority) waits at most
+-- until the next claim from the head.
+-- $1: queue
+-- $2: how many jobs at most
+-- $3: id of the client claiming them
+-- $4: priority of the position (the last job claimed)
+-- $5: scheduled_at of the position
+-- $6: id of the position
+WITH locked AS (
+    SELECT id
+    FROM {schema}.pgmill_job
+    WHERE state = 'available' AND queue = $1::text AND scheduled_at <= now()
+        AND (priority, scheduled_at, id) > ($4::smallint, $5::timestamptz, $6::bigint)
+    ORDER BY priority, scheduled_at, id
+    LIMIT $2::bigint
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.pgmill_job AS j
+SET state = 'running',
+    attempt = j.attempt + 1,
+    attempted_at = now(),
+    attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text
+FROM locked
+WHERE j.id = locked.id
+RETURNING j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,
+    j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
+    j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
+    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags
