@@ -38,16 +38,20 @@ pub(crate) struct Heartbeat<D: Driver> {
     driver: D,
     schema: Schema,
     client_id: String,
+    /// The queues the client works, advertised in its row.
+    queues: Vec<String>,
     interval: Duration,
     in_flight: Arc<InFlight>,
 }
 
 impl<D: Driver> Heartbeat<D> {
-    /// A heartbeat for `client_id` every `interval`, covering the jobs in `in_flight`.
+    /// A heartbeat for `client_id`, which works `queues`, every `interval`, covering the jobs in
+    /// `in_flight`.
     pub(crate) fn new(
         driver: D,
         schema: Schema,
         client_id: String,
+        queues: Vec<String>,
         interval: Duration,
         in_flight: Arc<InFlight>,
     ) -> Self {
@@ -55,6 +59,7 @@ impl<D: Driver> Heartbeat<D> {
             driver,
             schema,
             client_id,
+            queues,
             interval,
             in_flight,
         }
@@ -122,8 +127,14 @@ impl<D: Driver> Heartbeat<D> {
             .and_then(|h| h.into_string().ok())
             .unwrap_or_default();
         let pid = i32::try_from(std::process::id()).unwrap_or(i32::MAX);
-        conn.execute(&client_register(&self.schema, &self.client_id, &host, pid))
-            .await?;
+        conn.execute(&client_register(
+            &self.schema,
+            &self.client_id,
+            &host,
+            pid,
+            &self.queues,
+        ))
+        .await?;
         if !registered {
             debug!("client registered");
             return Ok(false);

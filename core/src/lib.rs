@@ -132,8 +132,8 @@ pub use migrator::{Direction, MigrateReport, MigrationStatus, Migrator};
 pub use outcome::Outcome;
 pub use periodic::{MissedTicks, PeriodicJob, Schedule};
 pub use query::{
-    JobListPage, JobListParams, JobSummary, JobSummaryPage, JobSummaryParams, LeaderRow,
-    MigrationRow, PeriodicRow, QueueActivity, QueueRow,
+    BulkAction, ClientRow, JobBatch, JobListPage, JobListParams, JobSummary, JobSummaryPage,
+    JobSummaryParams, LeaderRow, MigrationRow, PeriodicRow, QueueActivity, QueueRow, UnservedQueue,
 };
 pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
 pub use schema::Schema;

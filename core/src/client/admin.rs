@@ -12,10 +12,10 @@ use crate::ident::validate_name;
 use crate::job::{JobId, JobRow, JobState};
 use crate::notifier::ControlMessage;
 use crate::query::{
-    JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueRow, job_cancel,
-    job_delete, job_get_by_id, job_list, job_list_page, job_release_pending, job_retry, leader_get,
-    periodic_list, periodic_set_paused, queue_control_notify, queue_list, queue_pause,
-    queue_resume,
+    ClientRow, JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueRow,
+    UnservedQueue, client_list, job_cancel, job_delete, job_get_by_id, job_list, job_list_page,
+    job_release_pending, job_retry, leader_get, periodic_list, periodic_set_paused,
+    queue_control_notify, queue_list, queue_list_unserved, queue_pause, queue_resume,
 };
 
 impl<D: Driver> Client<D> {
@@ -27,6 +27,28 @@ impl<D: Driver> Client<D> {
     pub async fn leader(&self) -> Result<Option<LeaderRow>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_opt(&leader_get(self.schema())).await
+    }
+
+    /// Every client registered in the schema, by id, with its heartbeat's age, whether it is live
+    /// (its heartbeat within this client's [`JobRescuerConfig::client_timeout`]), whether it leads,
+    /// and the queues it works. A client removes its row when it stops; a row left by a client
+    /// that died shows it not live until the row expires.
+    ///
+    /// [`JobRescuerConfig::client_timeout`]: crate::maintenance::JobRescuerConfig::client_timeout
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn client_list(&self) -> Result<Vec<ClientRow>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_as(&client_list(self.schema(), self.live_within()))
+            .await
+    }
+
+    /// How recent a heartbeat must be for its client to count as live.
+    fn live_within(&self) -> chrono::TimeDelta {
+        chrono::TimeDelta::from_std(self.config().rescuer.client_timeout)
+            .unwrap_or(chrono::TimeDelta::MAX)
     }
 
     /// Every periodic job registered in the schema, with its statistics.
@@ -118,7 +140,7 @@ impl<D: Driver> Client<D> {
                 job_id: j.id,
                 queue: j.queue.clone(),
             };
-            tx.execute(&queue_control_notify(self.schema(), &json!(msg)))
+            tx.execute(&queue_control_notify(self.schema(), &[json!(msg)]))
                 .await?;
         }
         tx.commit().await?;
@@ -174,6 +196,22 @@ impl<D: Driver> Client<D> {
             .await
     }
 
+    /// Queues that hold live jobs (available, scheduled, pending, running or retryable) but that
+    /// no live client works, with their counts, in name order. Their jobs wait until a client
+    /// working the queue starts: a typo in a queue name, a queue whose workers are all gone, or
+    /// rows inserted by hand under a name no client serves show up here, while
+    /// [`Client::queue_list`] lists only the queues producers registered. A client works the
+    /// queues it was built with and is live as [`Client::client_list`] says.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn queue_list_unserved(&self) -> Result<Vec<UnservedQueue>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_as(&queue_list_unserved(self.schema(), self.live_within()))
+            .await
+    }
+
     /// Pauses a queue in every process (`*`: every queue): it fetches nothing more while its
     /// running jobs finish. Persisted, so producers starting later start paused. Returns the
     /// queues paused.
@@ -216,7 +254,7 @@ impl<D: Driver> Client<D> {
             )
         };
         let names: Vec<QueueName> = tx.query_as(&stmt).await?;
-        tx.execute(&queue_control_notify(self.schema(), &json!(msg)))
+        tx.execute(&queue_control_notify(self.schema(), &[json!(msg)]))
             .await?;
         tx.commit().await?;
         // This process's own producers need no round trip through the listener.

@@ -5,6 +5,7 @@
 
 mod admin;
 mod browse;
+mod bulk;
 mod config;
 
 pub use config::{ClientBuilder, Config, QueueConfig};
@@ -327,6 +328,7 @@ impl<D: Driver> Client<D> {
                 inner.driver.clone(),
                 cfg.schema.clone(),
                 inner.id.clone(),
+                cfg.queues.keys().cloned().collect(),
                 cfg.heartbeat_interval,
                 Arc::clone(&inner.in_flight),
             );

@@ -1,21 +1,85 @@
 //! Queries of client liveness rows (`pgmill_client`).
 
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::micros;
 use crate::catalog::Query;
-use crate::driver::Statement;
+use crate::driver::{FromRow, Row, Statement};
+use crate::error::Result;
 use crate::schema::Schema;
 
 pub(crate) fn client_heartbeat(schema: &Schema, id: &str) -> Statement {
     schema.statement(Query::ClientHeartbeat).bind(id)
 }
 
-pub(crate) fn client_register(schema: &Schema, id: &str, hostname: &str, pid: i32) -> Statement {
+/// Registers a client with the queues it works, which its row advertises to operators.
+pub(crate) fn client_register(
+    schema: &Schema,
+    id: &str,
+    hostname: &str,
+    pid: i32,
+    queues: &[String],
+) -> Statement {
     schema
         .statement(Query::ClientRegister)
         .bind(id)
         .bind(hostname)
         .bind(pid)
+        .bind(serde_json::json!({ "queues": queues }))
 }
 
 pub(crate) fn client_delete(schema: &Schema, id: &str) -> Statement {
     schema.statement(Query::ClientDelete).bind(id)
+}
+
+pub(crate) fn client_list(schema: &Schema, live_within: TimeDelta) -> Statement {
+    schema
+        .statement(Query::ClientList)
+        .bind(micros(live_within))
+}
+
+/// A client registered in the schema, as [`Client::client_list`](crate::Client::client_list)
+/// shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientRow {
+    /// The client's id (as recorded in `attempted_by`).
+    pub id: String,
+    /// The host it runs on.
+    pub hostname: String,
+    /// Its process id.
+    pub pid: i32,
+    /// When it registered.
+    pub started_at: DateTime<Utc>,
+    /// Its last heartbeat.
+    pub heartbeat_at: DateTime<Utc>,
+    /// How long ago its last heartbeat was, by the database clock.
+    pub heartbeat_age: Duration,
+    /// True while its heartbeat is within the rescuer's client timeout: a client past it is
+    /// presumed dead and its running jobs are rescued.
+    pub live: bool,
+    /// True when it holds the current, unexpired leader lease.
+    pub leader: bool,
+    /// The queues it works (empty for a client that only inserts, or one too old to say).
+    pub queues: Vec<String>,
+}
+
+impl FromRow for ClientRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(ClientRow {
+            id: row.take("id")?,
+            hostname: row.take("hostname")?,
+            pid: row.take("pid")?,
+            started_at: row.take("started_at")?,
+            heartbeat_at: row.take("heartbeat_at")?,
+            heartbeat_age: Duration::from_micros(
+                u64::try_from(row.take::<i64>("heartbeat_age_us")?).unwrap_or(0),
+            ),
+            live: row.take("live")?,
+            leader: row.take("leader")?,
+            queues: row.take("queues")?,
+        })
+    }
 }

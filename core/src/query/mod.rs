@@ -3,6 +3,7 @@
 
 mod client;
 mod job;
+mod job_bulk;
 mod job_summary;
 mod leader;
 mod migration;
@@ -10,7 +11,8 @@ mod periodic;
 mod queue;
 mod queue_activity;
 
-pub(crate) use client::{client_delete, client_heartbeat, client_register};
+pub use client::ClientRow;
+pub(crate) use client::{client_delete, client_heartbeat, client_list, client_register};
 pub(crate) use job::{
     ClientIdRow, CopyShape, FetchPosition, IdRow, QueueCountRow, RescuedRow, SetStateParams,
     SetStateResult, job_cancel, job_copy_available, job_delete, job_delete_finalized,
@@ -20,6 +22,8 @@ pub(crate) use job::{
     job_retry, job_schedule, job_set_completed_many, job_set_state_if_running_many,
 };
 pub use job::{JobListPage, JobListParams};
+pub use job_bulk::{BulkAction, JobBatch};
+pub(crate) use job_bulk::{JobBulkRow, job_bulk, job_count};
 pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
 pub(crate) use job_summary::{job_list_newest, job_list_newest_page};
 pub use leader::LeaderRow;
@@ -34,11 +38,11 @@ pub(crate) use periodic::{
     periodic_set_paused, periodic_upsert,
 };
 pub(crate) use queue::LIVE_STATES;
-pub use queue::QueueRow;
 pub(crate) use queue::{
-    QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list, queue_pause,
-    queue_resume, queue_upsert,
+    QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list,
+    queue_list_unserved, queue_pause, queue_resume, queue_upsert,
 };
+pub use queue::{QueueRow, UnservedQueue};
 pub use queue_activity::QueueActivity;
 pub(crate) use queue_activity::job_count_recent_by_queue;
 

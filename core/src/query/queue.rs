@@ -49,22 +49,68 @@ pub struct QueueRow {
 
 impl FromRow for QueueRow {
     fn from_row(mut row: Row) -> Result<Self> {
-        let mut counts = BTreeMap::new();
-        for state in LIVE_STATES {
-            counts.insert(state, row.take::<i64>(state.as_str())?);
-        }
         Ok(QueueRow {
             name: row.take("name")?,
             created_at: row.take("created_at")?,
             updated_at: row.take("updated_at")?,
             paused_at: row.take("paused_at")?,
             metadata: row.take("metadata")?,
-            counts,
-            oldest_available_age: row
-                .take::<Option<i64>>("oldest_available_age_us")?
-                .map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0))),
+            counts: take_live_counts(&mut row)?,
+            oldest_available_age: take_oldest_available_age(&mut row)?,
         })
     }
+}
+
+/// The live counts by state, one column per state in [`LIVE_STATES`].
+fn take_live_counts(row: &mut Row) -> Result<BTreeMap<JobState, i64>> {
+    let mut counts = BTreeMap::new();
+    for state in LIVE_STATES {
+        counts.insert(state, row.take::<i64>(state.as_str())?);
+    }
+    Ok(counts)
+}
+
+fn take_oldest_available_age(row: &mut Row) -> Result<Option<Duration>> {
+    Ok(row
+        .take::<Option<i64>>("oldest_available_age_us")?
+        .map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0))))
+}
+
+/// A queue that holds live jobs but that no live client works
+/// ([`Client::queue_list_unserved`](crate::Client::queue_list_unserved)): its jobs wait until a
+/// client working it starts.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct UnservedQueue {
+    /// The queue's name, as its jobs carry it.
+    pub name: String,
+    /// True when it has a row in `pgmill_queue` (a producer worked it once, or it was paused);
+    /// false for a name no client ever worked, such as a typo.
+    pub registered: bool,
+    /// When it was paused; `None` while it runs or is not registered.
+    pub paused_at: Option<DateTime<Utc>>,
+    /// How many of its jobs are in each live state, as in [`QueueRow::counts`].
+    pub counts: BTreeMap<JobState, i64>,
+    /// How long its oldest due available job has been due (database clock).
+    pub oldest_available_age: Option<Duration>,
+}
+
+impl FromRow for UnservedQueue {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(UnservedQueue {
+            name: row.take("name")?,
+            registered: row.take("registered")?,
+            paused_at: row.take("paused_at")?,
+            counts: take_live_counts(&mut row)?,
+            oldest_available_age: take_oldest_available_age(&mut row)?,
+        })
+    }
+}
+
+pub(crate) fn queue_list_unserved(schema: &Schema, live_within: TimeDelta) -> Statement {
+    schema
+        .statement(Query::QueueListUnserved)
+        .bind(micros(live_within))
 }
 
 /// The state a producer reads back when it registers or refreshes its queue.
@@ -110,11 +156,12 @@ pub(crate) fn queue_list(schema: &Schema, only: Option<&str>, limit: usize) -> S
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
-pub(crate) fn queue_control_notify(schema: &Schema, message: &serde_json::Value) -> Statement {
+/// Broadcasts `messages` on the control topic, in order.
+pub(crate) fn queue_control_notify(schema: &Schema, messages: &[serde_json::Value]) -> Statement {
     schema
         .statement(Query::QueueControlNotify)
         .bind(schema.channel(crate::notifier::TOPIC_CONTROL))
-        .bind(message.to_string())
+        .bind(messages.iter().map(ToString::to_string).collect::<Vec<_>>())
 }
 
 pub(crate) fn queue_delete_expired(

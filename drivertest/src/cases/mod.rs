@@ -5,6 +5,7 @@
 
 pub mod client_admin;
 pub mod client_browse;
+pub mod client_bulk;
 pub mod client_control;
 pub mod client_insert;
 pub mod client_metrics;
