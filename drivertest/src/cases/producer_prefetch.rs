@@ -59,25 +59,37 @@ async fn jobs<D: pgmill::driver::Driver>(ctx: &TestContext<D>) -> Vec<(i64, Stri
         .collect()
 }
 
+/// A started client with one slot and a prefetch of 5 whose job 0 waits for `gate`, after
+/// `jobs` jobs numbered from 0 were inserted and claimed: one running, the rest buffered.
+async fn one_slot_with_buffer<D: pgmill::driver::Driver>(
+    ctx: &TestContext<D>,
+    gate: &Arc<Semaphore>,
+    jobs: i64,
+) -> (Client<D>, ScriptedWorker) {
+    let worker = gated_worker(gate);
+    let client = test_client(ctx)
+        .queue("default", 1)
+        .prefetch(5)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    insert_numbered(&client, jobs).await;
+    client.start().await.unwrap();
+    let claimed = jobs.min(6);
+    wait_for("one running and the rest buffered", async || {
+        count_in(ctx, JobState::Running).await == claimed
+    })
+    .await;
+    (client, worker)
+}
+
 /// With one worker busy, one fetch claims the prefetch too: the buffered jobs are running in the
 /// table, with their attempt counted; a soft stop gives them back to available, attempt
 /// returned, at once (while the busy job still runs), and never runs them.
 pub async fn soft_stop_gives_buffered_jobs_back_without_using_an_attempt<H: Harness>() {
     let ctx = ctx::<H>().await;
     let gate = Arc::new(Semaphore::new(0));
-    let worker = gated_worker(&gate);
-    let client = test_client(&ctx)
-        .queue("default", 1)
-        .prefetch(5)
-        .worker(worker.clone())
-        .build()
-        .unwrap();
-    insert_numbered(&client, 8).await;
-    client.start().await.unwrap();
-    wait_for("one running and five buffered", async || {
-        count_in(&ctx, JobState::Running).await == 6
-    })
-    .await;
+    let (client, worker) = one_slot_with_buffer(&ctx, &gate, 8).await;
     let claimed = jobs(&ctx).await;
     assert!(
         claimed[..6]
@@ -112,19 +124,7 @@ pub async fn soft_stop_gives_buffered_jobs_back_without_using_an_attempt<H: Harn
 pub async fn cancel_reaches_a_buffered_job<H: Harness>() {
     let ctx = ctx::<H>().await;
     let gate = Arc::new(Semaphore::new(0));
-    let worker = gated_worker(&gate);
-    let client = test_client(&ctx)
-        .queue("default", 1)
-        .prefetch(5)
-        .worker(worker.clone())
-        .build()
-        .unwrap();
-    insert_numbered(&client, 3).await;
-    client.start().await.unwrap();
-    wait_for("one running and two buffered", async || {
-        count_in(&ctx, JobState::Running).await == 3
-    })
-    .await;
+    let (client, worker) = one_slot_with_buffer(&ctx, &gate, 3).await;
     let operator = test_client(&ctx).build().unwrap();
     let page = operator
         .job_list(&pgmill::JobListParams::new())
@@ -161,19 +161,7 @@ pub async fn cancel_reaches_a_buffered_job<H: Harness>() {
 pub async fn pause_gives_buffered_jobs_back<H: Harness>() {
     let ctx = ctx::<H>().await;
     let gate = Arc::new(Semaphore::new(0));
-    let worker = gated_worker(&gate);
-    let client = test_client(&ctx)
-        .queue("default", 1)
-        .prefetch(5)
-        .worker(worker.clone())
-        .build()
-        .unwrap();
-    insert_numbered(&client, 4).await;
-    client.start().await.unwrap();
-    wait_for("one running and three buffered", async || {
-        count_in(&ctx, JobState::Running).await == 4
-    })
-    .await;
+    let (client, worker) = one_slot_with_buffer(&ctx, &gate, 4).await;
     client.queue_pause("default").await.unwrap();
     wait_for(
         "buffered jobs given back while the first still runs",
