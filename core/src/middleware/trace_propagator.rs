@@ -83,18 +83,17 @@ pub trait TracePropagator: Send + Sync + fmt::Debug + 'static {
     fn extract(&self, headers: &TraceHeaders, span: &tracing::Span);
 }
 
-/// The headers `propagator` injects for the current span, or `None` when it writes none.
+/// The headers `propagator` injects for the current span (empty values left out), or `None` when
+/// it writes none.
 pub(crate) fn current_headers(propagator: &dyn TracePropagator) -> Option<serde_json::Value> {
     let mut headers = TraceHeaders::new();
     propagator.inject(&mut headers);
-    if headers.is_empty() {
-        return None;
-    }
     let object: serde_json::Map<String, serde_json::Value> = headers
         .into_iter()
+        .filter(|(_, v)| !v.is_empty())
         .map(|(k, v)| (k, serde_json::Value::String(v)))
         .collect();
-    Some(serde_json::Value::Object(object))
+    (!object.is_empty()).then_some(serde_json::Value::Object(object))
 }
 
 /// Stores `headers` in `job`'s metadata unless it carries a trace context already.
