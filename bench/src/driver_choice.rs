@@ -1,6 +1,10 @@
 //! Which drivers to benchmark, and connecting each one for a run.
 
+use std::sync::Arc;
+
 use clap::ValueEnum;
+use metrics_util::debugging::DebuggingRecorder;
+use pgmill::middleware::MetricsConfig;
 use pgmill_driver_diesel::DieselDriver;
 use pgmill_driver_sqlx::SqlxDriver;
 use pgmill_driver_tokio_postgres::TokioPostgresDriver;
@@ -65,12 +69,29 @@ impl BenchDriver {
             BenchDriver::Diesel => "diesel",
         }
     }
+
+    /// The name in results of this driver with pgmill's metrics on.
+    pub(crate) fn name_with_metrics(self) -> &'static str {
+        match self {
+            BenchDriver::Sqlx => "sqlx+metrics",
+            BenchDriver::TokioPostgres => "tokio-postgres+metrics",
+            BenchDriver::Diesel => "diesel+metrics",
+        }
+    }
 }
 
-/// Connects `driver`, measures `scenario` on it, and closes its pool.
+/// pgmill's metrics for a `+metrics` run: recorded into an in-process registry of atomics and
+/// buckets, the work an exporter's recorder does, with the default sample interval.
+fn metrics_config() -> MetricsConfig {
+    MetricsConfig::new().recorder(Arc::new(DebuggingRecorder::new()))
+}
+
+/// Connects `driver`, measures `scenario` on it (with pgmill's metrics on when `metrics`), and
+/// closes its pool.
 pub(crate) async fn measure_driver(
     db: &BenchDatabase,
     driver: BenchDriver,
+    metrics: bool,
     scenario: &Scenario,
     opts: &BenchOptions,
 ) -> Result<Measurement, BenchError> {
@@ -86,7 +107,7 @@ pub(crate) async fn measure_driver(
             let d = SqlxDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(db, driver, d.clone()), scenario, opts).await;
+            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
             d.pool().close().await;
             figure
         }
@@ -94,7 +115,7 @@ pub(crate) async fn measure_driver(
             let d = TokioPostgresDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(db, driver, d.clone()), scenario, opts).await;
+            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
             d.pool().close();
             figure
         }
@@ -102,17 +123,27 @@ pub(crate) async fn measure_driver(
             let d = DieselDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(db, driver, d.clone()), scenario, opts).await;
+            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
             d.pool().close();
             figure
         }
     }
 }
 
-fn engine<D: HostInsert>(db: &BenchDatabase, choice: BenchDriver, driver: D) -> EngineBench<'_, D> {
+fn engine<D: HostInsert>(
+    db: &BenchDatabase,
+    choice: BenchDriver,
+    metrics: bool,
+    driver: D,
+) -> EngineBench<'_, D> {
     EngineBench {
-        name: choice.name(),
+        name: if metrics {
+            choice.name_with_metrics()
+        } else {
+            choice.name()
+        },
         driver,
         db,
+        metrics: metrics.then(metrics_config),
     }
 }

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use pgmill::{Client, InsertParams, JobId, Schema};
+use pgmill::middleware::MetricsConfig;
+use pgmill::{Client, ClientBuilder, InsertParams, JobId, Schema};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -31,6 +32,8 @@ pub(crate) struct EngineBench<'a, D: HostInsert> {
     pub(crate) driver: D,
     /// The database (for the cost marks of each measured phase).
     pub(crate) db: &'a BenchDatabase,
+    /// pgmill's metrics, on for the `+metrics` contenders (`--metrics`).
+    pub(crate) metrics: Option<MetricsConfig>,
 }
 
 impl<D: HostInsert> Contender for EngineBench<'_, D> {
@@ -64,10 +67,17 @@ fn bench_params(n: u64) -> Result<Vec<InsertParams>, BenchError> {
 }
 
 impl<D: HostInsert> EngineBench<'_, D> {
+    /// A client builder on `schema`, with metrics when this contender has them.
+    fn builder(&self, schema: &Schema) -> ClientBuilder<D> {
+        let builder = Client::builder(self.driver.clone()).schema(schema.clone());
+        match &self.metrics {
+            Some(metrics) => builder.metrics(metrics.clone()),
+            None => builder,
+        }
+    }
+
     fn inserter(&self, schema: &Schema) -> Result<Client<D>, BenchError> {
-        Ok(Client::builder(self.driver.clone())
-            .schema(schema.clone())
-            .build()?)
+        Ok(self.builder(schema).build()?)
     }
 
     fn worker_client(
@@ -76,8 +86,8 @@ impl<D: HostInsert> EngineBench<'_, D> {
         scenario: &Scenario,
         worker: BenchWorker,
     ) -> Result<Client<D>, BenchError> {
-        Ok(Client::builder(self.driver.clone())
-            .schema(schema.clone())
+        Ok(self
+            .builder(schema)
             .queue("default", scenario.workers())
             .worker(worker)
             .build()?)
@@ -205,7 +215,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         let client = self.worker_client(schema, scenario, worker)?;
         client.start().await?;
         tokio::time::sleep(IDLE_BEFORE_LATENCY).await;
-        let mut inserter = Client::builder(self.driver.clone()).schema(schema.clone());
+        let mut inserter = self.builder(schema);
         if let Some(cooldown) = opts.insert_notify_cooldown {
             inserter = inserter.insert_notify_cooldown(Some(cooldown));
         }

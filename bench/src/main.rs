@@ -49,7 +49,7 @@ use self::bench_result::{
 };
 use self::ceiling_bench::CeilingBench;
 use self::contender::measure;
-use self::driver_choice::measure_driver;
+use self::driver_choice::{BenchDriver, measure_driver};
 use crate::bench_error::BenchError;
 
 /// Benchmarks pgmill's drivers against the fastest simple hand-written queue on the same
@@ -105,6 +105,11 @@ pub(crate) struct BenchArgs {
     /// ratios.
     #[arg(long)]
     pub(crate) no_ceiling: bool,
+    /// Also runs each driver with pgmill's metrics on (`Config::metrics`, recording into an
+    /// in-process `metrics-util` registry), as `<driver>+metrics`, interleaved with the plain
+    /// runs: the cost of the metrics middleware and the engine's metrics.
+    #[arg(long)]
+    pub(crate) metrics: bool,
 }
 
 /// Runs the benchmark.
@@ -132,7 +137,13 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
     let db = BenchDatabase::open(url).await?;
     let about = db.describe().await?;
     progress::note(&format!("pgmill bench on {about}"));
-    let drivers = args.driver.drivers();
+    // Each driver, and after it the same driver with metrics on (--metrics).
+    let drivers: Vec<(BenchDriver, bool)> = args
+        .driver
+        .drivers()
+        .into_iter()
+        .flat_map(|d| std::iter::once((d, false)).chain(args.metrics.then_some((d, true))))
+        .collect();
     let mut results: Vec<BenchResult> = Vec::new();
     for workload in args.workloads.iter().copied() {
         for scenario in workload.scenarios(&opts) {
@@ -155,8 +166,8 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 for (runs, reference) in reference_runs.iter_mut().zip(&references) {
                     runs.push(measure(&db, reference, &scenario, &opts).await?);
                 }
-                for (runs, driver) in driver_runs.iter_mut().zip(&drivers) {
-                    runs.push(measure_driver(&db, *driver, &scenario, &opts).await?);
+                for (runs, (driver, metrics)) in driver_runs.iter_mut().zip(&drivers) {
+                    runs.push(measure_driver(&db, *driver, *metrics, &scenario, &opts).await?);
                 }
             }
             let mut reference_figures = Vec::new();
@@ -184,18 +195,15 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                     &notify,
                 ));
             }
-            for (runs, driver) in driver_runs.into_iter().zip(&drivers) {
-                let figure = Figure::from_runs(runs).ok_or_else(|| {
-                    BenchError::new(format!("{} {scenario}: no runs", driver.name()))
-                })?;
-                rows.push(result(
-                    driver.name(),
-                    scenario,
-                    &opts,
-                    figure,
-                    &ceiling,
-                    &notify,
-                ));
+            for (runs, (driver, metrics)) in driver_runs.into_iter().zip(&drivers) {
+                let name = if *metrics {
+                    driver.name_with_metrics()
+                } else {
+                    driver.name()
+                };
+                let figure = Figure::from_runs(runs)
+                    .ok_or_else(|| BenchError::new(format!("{name} {scenario}: no runs")))?;
+                rows.push(result(name, scenario, &opts, figure, &ceiling, &notify));
             }
             for row in rows {
                 emit(&row, json);
@@ -322,6 +330,8 @@ mod tests {
         assert_eq!(args.workers, vec![16, 100]);
         assert_eq!(args.batch_size, 1_000);
         assert!(args.depths.is_empty());
+        assert!(!args.metrics);
+        assert!(parse(&["--metrics"]).unwrap().metrics);
         let args = parse(&[
             "--driver",
             "tokio-postgres",

@@ -1,5 +1,6 @@
-//! Runs one job: finds its worker, decodes its args, applies the timeout, catches panics, maps
-//! the result to an outcome and hands it to the completer.
+//! Runs one attempt: inside the job's span ([`JobTracing`]) and the registered middleware, finds
+//! its worker, decodes its args, applies the timeout, catches panics, maps the result to an
+//! outcome and hands it to the completer.
 
 use std::any::Any;
 use std::sync::Arc;

@@ -71,8 +71,9 @@
 //! # Modules
 //!
 //! The crate root holds the types an application uses. Besides it: [`prelude`] (the names every
-//! worker file needs), [`maintenance`] (the leader's services, for running a pass by hand) and
-//! [`driver`] (the seam driver crates implement; not for applications).
+//! worker file needs), [`maintenance`] (the leader's services, for running a pass by hand),
+//! [`middleware`] (code of your own around every attempt and insert; pgmill's job spans, metrics
+//! and trace propagation) and [`driver`] (the seam driver crates implement; not for applications).
 //!
 //! # Schema
 //!

@@ -114,9 +114,11 @@ impl StdoutExporter {
             .collect();
         of_trace.sort_by_key(|s| s.start_time);
         println!("\nTrace {trace} ({} spans):", of_trace.len());
-        let roots = of_trace
-            .iter()
-            .filter(|s| !of_trace.iter().any(|p| p.span_context.span_id() == s.parent_span_id));
+        let roots = of_trace.iter().filter(|s| {
+            !of_trace
+                .iter()
+                .any(|p| p.span_context.span_id() == s.parent_span_id)
+        });
         for root in roots {
             print_span(root, &of_trace, 1);
         }
@@ -205,8 +207,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let tracer = provider.tracer("example-observability");
     tracing_subscriber::registry()
         .with(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
         .with(tracing_opentelemetry::layer().with_tracer(tracer))
