@@ -1,7 +1,8 @@
 //! `pgmill job`: look at jobs and act on one (cancel, retry, delete).
 
 use clap::Subcommand;
-use pgmill::{JobId, JobListPage, JobListParams, JobRow, JobState};
+use pgmill::admin::{JobListPage, JobListParams};
+use pgmill::{JobId, JobRow, JobState};
 use serde_json::json;
 
 use crate::cli_error::CliError;

@@ -1,7 +1,8 @@
 //! `pgmill queue`: list queues with their job counts, pause and resume them everywhere.
 
 use clap::Subcommand;
-use pgmill::{JobState, QueueRow};
+use pgmill::JobState;
+use pgmill::admin::QueueRow;
 use serde_json::json;
 
 use crate::cli_error::CliError;

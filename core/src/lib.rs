@@ -88,6 +88,7 @@
 //! # }
 //! ```
 
+pub mod admin;
 mod catalog;
 mod client;
 mod completer;
@@ -132,10 +133,6 @@ pub use job_args::{InsertOpts, InsertParams, JobArgs};
 pub use migrator::{Direction, MigrateReport, MigrationStatus, Migrator};
 pub use outcome::Outcome;
 pub use periodic::{MissedTicks, PeriodicJob, Schedule};
-pub use query::{
-    BulkAction, ClientRow, JobBatch, JobListPage, JobListParams, JobSummary, JobSummaryPage,
-    JobSummaryParams, LeaderRow, MigrationRow, PeriodicRow, QueueActivity, QueueRow, UnservedQueue,
-};
 pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
 pub use schema::Schema;
 pub use worker::{BoxError, Job, JobError, Worker, Workers};

@@ -1,7 +1,8 @@
 //! The jobs page's filter, as it travels in the query string: parsed and checked here, bound as
 //! parameters by core, never written into SQL.
 
-use pgmill::{JobId, JobState, JobSummaryParams};
+use pgmill::admin::JobSummaryParams;
+use pgmill::{JobId, JobState};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};

@@ -1,7 +1,8 @@
 //! Reading and administering jobs: get, list with cursor pagination, cancel, retry, delete.
 
+use pgmill::admin::JobListParams;
 use pgmill::driver::Executor;
-use pgmill::{InsertOpts, InsertParams, JobId, JobListParams, JobState};
+use pgmill::{InsertOpts, InsertParams, JobId, JobState};
 
 use crate::scripted::{Task, test_client};
 use crate::{Harness, TestContext, migrated as ctx};

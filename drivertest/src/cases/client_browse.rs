@@ -1,8 +1,9 @@
 //! Browsing at scale: newest-first job summaries under a keyset cursor, and queue activity.
 
 use chrono::TimeDelta;
+use pgmill::admin::JobSummaryParams;
 use pgmill::driver::Executor;
-use pgmill::{InsertOpts, InsertParams, JobId, JobState, JobSummaryParams};
+use pgmill::{InsertOpts, InsertParams, JobId, JobState};
 
 use crate::scripted::{Task, test_client};
 use crate::{Harness, migrated as ctx};
@@ -76,7 +77,7 @@ pub async fn list_newest_pages_backwards_through_every_filter<H: Harness>() {
             .unwrap();
     }
     let all = client
-        .job_list(&pgmill::JobListParams::new().limit(100))
+        .job_list(&pgmill::admin::JobListParams::new().limit(100))
         .await
         .unwrap()
         .jobs;

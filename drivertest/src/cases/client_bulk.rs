@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use pgmill::admin::{BulkAction, JobListParams};
 use pgmill::driver::Executor;
-use pgmill::{BulkAction, InsertOpts, InsertParams, JobId, JobListParams, JobState};
+use pgmill::{InsertOpts, InsertParams, JobId, JobState};
 
 use crate::scripted::{ScriptedWorker, Task, count_in, state_counts, test_client, wait_for};
 use crate::{Harness, TestContext, migrated as ctx};

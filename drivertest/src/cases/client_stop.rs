@@ -96,7 +96,7 @@ pub async fn hard_stop_interrupts_and_gives_back_the_attempt<H: Harness>() {
     client.stop_and_cancel().await;
     assert_eq!(count_in(&ctx, JobState::Available).await, 3);
     let page = client
-        .job_list(&pgmill::JobListParams::new())
+        .job_list(&pgmill::admin::JobListParams::new())
         .await
         .unwrap();
     assert!(
@@ -117,7 +117,10 @@ pub async fn hard_stop_interrupts_and_gives_back_the_attempt<H: Harness>() {
     })
     .await;
     next.stop().await;
-    let page = next.job_list(&pgmill::JobListParams::new()).await.unwrap();
+    let page = next
+        .job_list(&pgmill::admin::JobListParams::new())
+        .await
+        .unwrap();
     assert!(page.jobs.iter().all(|j| j.attempt == 1));
 }
 

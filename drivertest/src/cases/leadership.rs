@@ -134,7 +134,7 @@ pub async fn five_clients_never_overlap_and_a_dead_leader_is_replaced<H: Harness
     }
 }
 
-async fn ctx_leader<D: pgmill::driver::Driver>(c: &Client<D>) -> pgmill::LeaderRow {
+async fn ctx_leader<D: pgmill::driver::Driver>(c: &Client<D>) -> pgmill::admin::LeaderRow {
     let mut row = None;
     wait_for("a lease row", async || {
         row = c.leader().await.unwrap();

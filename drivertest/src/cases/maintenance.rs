@@ -78,7 +78,7 @@ pub async fn jobs_of_a_killed_worker_are_rescued<H: Harness>() {
     .await;
     survivor.stop().await;
     let page = survivor
-        .job_list(&pgmill::JobListParams::new())
+        .job_list(&pgmill::admin::JobListParams::new())
         .await
         .unwrap();
     for job in &page.jobs {

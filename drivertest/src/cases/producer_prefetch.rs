@@ -127,7 +127,7 @@ pub async fn cancel_reaches_a_buffered_job<H: Harness>() {
     let (client, worker) = one_slot_with_buffer(&ctx, &gate, 3).await;
     let operator = test_client(&ctx).build().unwrap();
     let page = operator
-        .job_list(&pgmill::JobListParams::new())
+        .job_list(&pgmill::admin::JobListParams::new())
         .await
         .unwrap();
     let buffered = page.jobs.iter().find(|j| j.args["n"] == 1).unwrap().id;

@@ -7,8 +7,9 @@ use axum::Form;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use maud::html;
+use pgmill::JobState;
+use pgmill::admin::{QueueActivity, QueueRow};
 use pgmill::driver::Driver;
-use pgmill::{JobState, QueueActivity, QueueRow};
 use serde::Deserialize;
 
 use super::{Nav, Shell};

@@ -159,7 +159,7 @@ async fn every_page_loads_with_seeded_jobs() {
         .await;
     let newest = env
         .client
-        .job_list_newest(&pgmill::JobSummaryParams::new().limit(1))
+        .job_list_newest(&pgmill::admin::JobSummaryParams::new().limit(1))
         .await
         .unwrap();
     assert_eq!(first, json!(newest.jobs[0].id.to_string()));
