@@ -53,7 +53,8 @@ impl<D: Driver> Client<D> {
     ///
     /// ```no_run
     /// # async fn run<D: pgmill::driver::Driver>(client: pgmill::Client<D>) -> pgmill::Result<()> {
-    /// use pgmill::{BulkAction, JobListParams, JobState};
+    /// use pgmill::JobState;
+    /// use pgmill::admin::{BulkAction, JobListParams};
     ///
     /// let mut params = JobListParams::new()
     ///     .queues(["mailers"])

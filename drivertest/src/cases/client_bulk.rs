@@ -172,6 +172,17 @@ pub async fn client_list_shows_queues_liveness_and_the_leader<H: Harness>() {
         .unwrap();
     client.start().await.unwrap();
     wait_for("the client leads", async || client.is_leader()).await;
+    let operator = test_client(&ctx).build().unwrap();
+    // The heartbeat service writes the client's row on its own schedule after start.
+    wait_for("the client registers", async || {
+        operator
+            .client_list()
+            .await
+            .unwrap()
+            .iter()
+            .any(|c| c.id == "worker-1")
+    })
+    .await;
     // A row left behind by a client that died an hour ago.
     ctx.conn()
         .await
@@ -181,7 +192,6 @@ pub async fn client_list_shows_queues_liveness_and_the_leader<H: Harness>() {
         ))
         .await
         .unwrap();
-    let operator = test_client(&ctx).build().unwrap();
     let clients = operator.client_list().await.unwrap();
     assert_eq!(
         clients.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
