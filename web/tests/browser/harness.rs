@@ -139,17 +139,25 @@ impl Browser {
             .unwrap()
     }
 
-    /// Clicks the first element matching `css`.
+    /// Clicks the first element matching `css`. Live refresh re-renders parts of a page, so an
+    /// element found a moment ago can be stale by the time it is clicked: find it again and retry
+    /// until [`PATIENCE`] runs out.
     pub(crate) async fn click(&self, css: &str) {
-        self.c
-            .wait()
-            .at_most(PATIENCE)
-            .for_element(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no {css}: {e}"))
-            .click()
-            .await
-            .unwrap();
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            let error = match self.c.find(Locator::Css(css)).await {
+                Ok(element) => match element.click().await {
+                    Ok(_) => return,
+                    Err(e) => e,
+                },
+                Err(e) => e,
+            };
+            assert!(
+                std::time::Instant::now() < deadline,
+                "cannot click {css}: {error}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// How many elements match `css`.
