@@ -3,8 +3,9 @@
 //! Executors hand their outcome to the completer and free their slot at once. The completer
 //! takes whatever outcomes are waiting (up to [`CompleterConfig::max_batch`]), optionally lingering
 //! a moment for more, and flushes them with `job_set_state_if_running_many`. Every row update is
-//! fenced on `state = 'running' AND attempt = <the attempt that ran>`: a superseded attempt's late
-//! result changes nothing and is counted in [`ClientStats::superseded_results`](crate::ClientStats).
+//! fenced on `state = 'running'` and the claim that ran (its attempt and its fencing token, which
+//! no other claim ever carries): a superseded claim's late result changes nothing and is counted
+//! in [`ClientStats::superseded_results`](crate::ClientStats).
 //!
 //! Backpressure: the hand-off channel is bounded, so when the database is slow executors wait to
 //! hand over, slots stay taken, and producers fetch less. Transient errors are retried with
@@ -23,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{Instrument, debug, debug_span, warn};
 
+use crate::claim_tokens::NO_CLAIM;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{FLUSH_OUTCOMES, FLUSH_SECONDS, MetricsSink, SUPERSEDED};
@@ -164,7 +166,11 @@ impl<D: Driver> BatchCompleter<D> {
                 // Idle: the connection goes back to the pool until the next outcome.
                 lease = None;
             }
-            self.in_flight.remove_all(batch.iter().map(|c| c.job.id));
+            self.in_flight.remove_all(
+                batch
+                    .iter()
+                    .map(|c| (c.job.id, c.job.claim_token.unwrap_or(NO_CLAIM))),
+            );
             batch.clear();
         }
     }
@@ -288,6 +294,7 @@ impl<D: Driver> BatchCompleter<D> {
                 job.attempt = r.attempt;
                 job.scheduled_at = r.scheduled_at;
                 job.finalized_at = r.finalized_at;
+                job.claim_token = None;
                 self.events.send(Event {
                     kind: c.outcome.event_kind(),
                     job,

@@ -30,8 +30,8 @@ pub struct Event {
     /// What happened.
     pub kind: EventKind,
     /// The job after the outcome was recorded: state, attempt, `scheduled_at` and `finalized_at`
-    /// are updated; `errors` holds the earlier attempts' errors (this attempt's is in
-    /// [`Event::error`]).
+    /// are updated and `claim_token` is `None` (the claim is over); `errors` holds the earlier
+    /// attempts' errors (this attempt's is in [`Event::error`]).
     pub job: JobRow,
     /// This attempt's error message, for failed and cancelled attempts.
     pub error: Option<String>,

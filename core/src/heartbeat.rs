@@ -19,7 +19,6 @@ use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Row};
 use crate::error::{Result, with_timeout};
 use crate::in_flight::InFlight;
-use crate::job::JobId;
 use crate::query::{
     RescuedRow, client_delete, client_heartbeat, client_register, job_notify_insert,
     job_reassert_running, job_release_orphaned,
@@ -135,10 +134,8 @@ impl<D: Driver> Heartbeat<D> {
             &self.queues,
         ))
         .await?;
-        if !registered {
-            debug!("client registered");
-            return Ok(false);
-        }
+        // Also on the first registration: a producer may have claimed jobs before it, and the
+        // database may have lost those claims already.
         let running = self.in_flight.snapshot();
         let reasserted: i64 = if running.is_empty() {
             0
@@ -150,6 +147,10 @@ impl<D: Driver> Heartbeat<D> {
             ))
             .await?
         };
+        if !registered {
+            debug!(num_reasserted = reasserted, "client registered");
+            return Ok(false);
+        }
         info!(
             num_running = running.len(),
             num_reasserted = reasserted,
@@ -158,17 +159,12 @@ impl<D: Driver> Heartbeat<D> {
         Ok(true)
     }
 
-    /// Releases running jobs attributed to this client that it no longer owns.
+    /// Releases running jobs attributed to this client under claims it does not hold.
     async fn release_orphaned(&self) -> Result<()> {
-        let owned: Vec<JobId> = self
-            .in_flight
-            .snapshot()
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect();
+        let held = self.in_flight.snapshot();
         let mut conn = ConnectionLease::acquire(&self.driver).await?;
         let released: Vec<RescuedRow> = conn
-            .query_as(&job_release_orphaned(&self.schema, &self.client_id, &owned))
+            .query_as(&job_release_orphaned(&self.schema, &self.client_id, &held))
             .await?;
         if !released.is_empty() {
             info!(

@@ -1,42 +1,59 @@
-//! The jobs a client owns: fetched and not yet durably recorded.
+//! The claims a client holds: fetched and not yet durably recorded.
 //!
-//! A job enters when a producer fetches it and leaves when the completer's flush recording its
-//! outcome succeeds. After a database restart or failover, or a fetch lost with its connection,
-//! the heartbeat uses this set to tell which `running` rows are still this client's business
-//! (re-assert them) and which are orphans: claims whose reply was lost, or outcomes lost with the
-//! lost commits (release them).
+//! A claim enters when a producer fetches its job and leaves when the completer's flush recording
+//! its outcome succeeds. Claims are told apart by their fencing token, so a job this client claims
+//! again (after it was rescued from under a frozen process, say) is a second entry, and recording
+//! the first claim's outcome does not forget the second. After a database restart or failover, or
+//! a fetch lost with its connection, the heartbeat uses this set to tell which `running` rows are
+//! still this client's business (re-assert them) and which are orphans: claims whose reply was
+//! lost, or outcomes lost with the lost commits (release them).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use chrono::{DateTime, Utc};
+
 use crate::job::JobId;
 
-/// Owned jobs with the attempt each runs.
+/// One claim held: the job, the attempt it runs, the claim's fencing token, and when the claim
+/// was made (database time; a row still showing it has not lost the claim).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeldClaim {
+    pub(crate) id: JobId,
+    pub(crate) attempt: i16,
+    pub(crate) token: i64,
+    pub(crate) attempted_at: Option<DateTime<Utc>>,
+}
+
+/// Held claims, by job and token.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
-    jobs: Mutex<HashMap<JobId, i16>>,
+    claims: Mutex<HashMap<(JobId, i64), HeldClaim>>,
     reconcile: AtomicBool,
 }
 
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<JobId, i16>> {
-        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(JobId, i64), HeldClaim>> {
+        self.claims.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn add_all(&self, jobs: impl IntoIterator<Item = (JobId, i16)>) {
-        self.lock().extend(jobs);
+    pub(crate) fn add_all(&self, claims: impl IntoIterator<Item = HeldClaim>) {
+        self.lock()
+            .extend(claims.into_iter().map(|c| ((c.id, c.token), c)));
     }
 
-    pub(crate) fn remove_all(&self, ids: impl IntoIterator<Item = JobId>) {
-        let mut jobs = self.lock();
-        for id in ids {
-            jobs.remove(&id);
+    /// Forgets claims, each named by job and token.
+    pub(crate) fn remove_all(&self, claims: impl IntoIterator<Item = (JobId, i64)>) {
+        let mut held = self.lock();
+        for key in claims {
+            held.remove(&key);
         }
     }
 
     /// Asks the heartbeat to release jobs this client may own without knowing it: a fetch failed
-    /// with a lost connection, so it may have committed claims whose reply never arrived.
+    /// with its claim possibly committed (a lost connection, a timeout), so claims whose reply
+    /// never arrived may exist.
     pub(crate) fn request_reconcile(&self) {
         self.reconcile.store(true, Ordering::SeqCst);
     }
@@ -46,7 +63,27 @@ impl InFlight {
         self.reconcile.swap(false, Ordering::SeqCst)
     }
 
-    pub(crate) fn snapshot(&self) -> Vec<(JobId, i16)> {
-        self.lock().iter().map(|(id, a)| (*id, *a)).collect()
+    pub(crate) fn snapshot(&self) -> Vec<HeldClaim> {
+        self.lock().values().copied().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_claim_of_one_job_is_kept_apart_from_the_first() {
+        let held = InFlight::default();
+        let first = HeldClaim {
+            id: JobId(7),
+            attempt: 1,
+            token: 10,
+            attempted_at: None,
+        };
+        let second = HeldClaim { token: 11, ..first };
+        held.add_all([first, second]);
+        held.remove_all([(first.id, first.token)]);
+        assert_eq!(held.snapshot(), vec![second]);
     }
 }

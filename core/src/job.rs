@@ -158,6 +158,11 @@ pub struct JobRow {
     pub errors: Vec<AttemptError>,
     /// Tags given at insert.
     pub tags: Vec<String>,
+    /// The fencing token of the claim running the job: `None` unless running (or claimed by a
+    /// client of schema version 1). Never the same for two claims, unlike `attempt`, which a
+    /// released claim gives back; an outcome is recorded only while the job still carries the
+    /// token of the claim it belongs to.
+    pub claim_token: Option<i64>,
 }
 
 impl FromRow for JobRow {
@@ -186,6 +191,7 @@ impl FromRow for JobRow {
             finalized_at: row.take("finalized_at")?,
             errors,
             tags: row.take("tags")?,
+            claim_token: row.take("claim_token")?,
         })
     }
 }

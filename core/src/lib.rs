@@ -58,7 +58,7 @@
 //! |-----------|--------------|
 //! | producers | one per queue: claim `min(free slots, fetch limit)` jobs in one `FOR UPDATE SKIP LOCKED` statement when notified, when a slot frees, or on the poll timer |
 //! | executor | decodes args, applies the timeout, catches panics, maps the result to an outcome |
-//! | completer | records outcomes in batches, one UPDATE each, fenced on the attempt that ran |
+//! | completer | records outcomes in batches, one UPDATE each, fenced on the claim that ran (its fencing token) |
 //! | notifier | one LISTEN connection for insert, control and leadership topics, scoped to the schema; reconnects and re-polls |
 //! | heartbeat | keeps the client's liveness row; detects a database restart or failover and re-asserts or releases its jobs |
 //! | elector | leader lease with terms; only the leader runs maintenance |
@@ -90,6 +90,7 @@
 
 pub mod admin;
 mod catalog;
+mod claim_tokens;
 mod client;
 mod completer;
 mod connection_lease;

@@ -6,6 +6,7 @@ use std::fmt;
 use chrono::TimeDelta;
 use serde_json::json;
 
+use crate::claim_tokens::NO_CLAIM;
 use crate::event::EventKind;
 use crate::job::JobRow;
 use crate::query::SetStateParams;
@@ -154,6 +155,7 @@ impl Outcome {
         SetStateParams {
             id: job.id,
             attempt: job.attempt,
+            claim_token: job.claim_token.unwrap_or(NO_CLAIM),
             outcome,
             delay,
             error,

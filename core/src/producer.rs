@@ -33,11 +33,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{Instrument, debug, debug_span, info_span, warn};
 
+use crate::claim_tokens::ClaimTokens;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, MetricsSink};
 use crate::error::{Error, Result, with_timeout};
-use crate::in_flight::InFlight;
+use crate::in_flight::{HeldClaim, InFlight};
 use crate::job::JobRow;
 use crate::job_executor::JobExecutor;
 use crate::query::{
@@ -77,6 +78,8 @@ pub(crate) struct ProducerConfig {
     pub(crate) refresh_interval: Duration,
     /// Where claim metrics go.
     pub(crate) metrics: MetricsSink,
+    /// The client's fencing tokens, one per fetch.
+    pub(crate) claim_tokens: Arc<ClaimTokens>,
 }
 
 /// Fetches one queue's jobs into its worker slots and runs them.
@@ -271,6 +274,7 @@ impl<D: Driver> Producer<D> {
             let span = debug_span!("pgmill.claim", queue = %self.queue, limit, num_jobs = Empty);
             let started = Instant::now();
             let after = cursor.next_claim();
+            let token = self.config.claim_tokens.next();
             let jobs = with_timeout("fetch", async {
                 let conn = match &mut lease {
                     Some(conn) => conn,
@@ -282,6 +286,7 @@ impl<D: Driver> Producer<D> {
                     &self.queue,
                     limit,
                     &self.config.client_id,
+                    token,
                     after,
                 )
                 .await
@@ -293,8 +298,12 @@ impl<D: Driver> Producer<D> {
             span.record("num_jobs", fetched);
             self.claim_seconds.record(started.elapsed().as_secs_f64());
             self.claim_jobs.record(fetched as f64);
-            self.in_flight
-                .add_all(jobs.iter().map(|j| (j.id, j.attempt)));
+            self.in_flight.add_all(jobs.iter().map(|j| HeldClaim {
+                id: j.id,
+                attempt: j.attempt,
+                token,
+                attempted_at: j.attempted_at,
+            }));
             // Each job's own token: an operator's cancel request cancels it, and so does a hard
             // stop (`cancel_running_on_kill`). Not a child of `kill`: children of one token share
             // its lock, which every job's start and end would contend for.

@@ -17,6 +17,7 @@ use chrono::TimeDelta;
 use futures_util::FutureExt;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+use crate::claim_tokens::NO_CLAIM;
 use crate::driver::{BlockingExecutor, Executor};
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobRow};
@@ -85,6 +86,7 @@ impl<A> Job<A> {
         [SetStateParams {
             id: self.row.id,
             attempt: self.row.attempt,
+            claim_token: self.row.claim_token.unwrap_or(NO_CLAIM),
             outcome: "completed",
             delay: TimeDelta::zero(),
             error: None,

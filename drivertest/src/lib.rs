@@ -145,6 +145,13 @@ macro_rules! __conformance_cases {
                 crash_restart_while_jobs_run_loses_nothing,
                 read_only_server_makes_the_client_reopen_connections,
             }
+            fencing {
+                late_outcome_after_the_attempt_was_given_back_and_claimed_again_is_dropped,
+                lost_claim_is_reasserted_with_its_token_and_its_outcome_lands,
+                claim_that_ended_on_this_database_is_not_reasserted,
+                every_claim_has_a_token_of_its_own,
+                version_1_claims_survive_the_upgrade_and_are_fenced_from_version_2_outcomes,
+            }
             client_admin {
                 get_returns_the_job_or_none, list_filters_and_paginates_with_a_cursor,
                 cancel_only_cancels_jobs_not_running,

@@ -34,6 +34,8 @@ pub struct Run {
     pub attempt: i16,
     /// The job's `n`.
     pub n: i64,
+    /// The fencing token of the claim being run.
+    pub claim_token: Option<i64>,
 }
 
 type Script =
@@ -98,6 +100,7 @@ impl Worker<Task> for ScriptedWorker {
             id: job.id(),
             attempt: job.attempt(),
             n: job.args.n,
+            claim_token: job.row().claim_token,
         })
         .await
     }

@@ -38,6 +38,7 @@ macro_rules! migrations {
 
 migrations! {
     1 => "001_create_tables",
+    2 => "002_claim_token",
 }
 
 /// The latest version.

@@ -12,13 +12,14 @@ fn migrate_up_status_and_down_round_trip() {
     assert_eq!(status["current"], 0);
     assert_eq!(status["up_to_date"], false);
 
+    let latest = pgmill::Migrator::latest_version();
     let up = json(&schema, &["migrate", "up"]);
-    assert_eq!(up["versions"], json!([1]));
+    assert_eq!(up["versions"], json!((1..=latest).collect::<Vec<_>>()));
     let again = ok(&schema, &["migrate", "up"]);
     assert!(again.contains("nothing to migrate up"), "{again}");
 
     let status = json(&schema, &["migrate", "status"]);
-    assert_eq!(status["current"], 1);
+    assert_eq!(status["current"], latest);
     assert_eq!(status["up_to_date"], true);
     let table = ok(&schema, &["migrate", "status"]);
     assert!(
@@ -28,7 +29,14 @@ fn migrate_up_status_and_down_round_trip() {
     assert!(table.contains("(up to date)"), "{table}");
 
     let down = ok(&schema, &["migrate", "down"]);
-    assert!(down.contains("reverted version 1"), "{down}");
+    assert!(
+        down.contains(&format!("reverted version {latest}")),
+        "{down}"
+    );
+    let status = json(&schema, &["migrate", "status"]);
+    assert_eq!(status["current"], latest - 1);
+    let down = ok(&schema, &["migrate", "down", "--target", "0"]);
+    assert!(down.contains("reverted version"), "{down}");
     let status = json(&schema, &["migrate", "status"]);
     assert_eq!(status["current"], 0);
     drop_schema(&schema);

@@ -1,8 +1,10 @@
 -- Claims up to $2 due available jobs of one queue, in priority, schedule, id order, skipping rows
--- other fetchers hold, and marks them running under this client's attempt.
+-- other fetchers hold, and marks them running under this client's attempt, with the claim's
+-- fencing token (every outcome must name it).
 -- $1: queue
 -- $2: how many jobs at most
 -- $3: id of the client claiming them
+-- $4: the claim's fencing token, never used for another claim
 WITH locked AS (
     SELECT id
     FROM {schema}.pgmill_job
@@ -15,10 +17,12 @@ UPDATE {schema}.pgmill_job AS j
 SET state = 'running',
     attempt = j.attempt + 1,
     attempted_at = now(),
-    attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text
+    attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text,
+    claim_token = $4::bigint
 FROM locked
 WHERE j.id = locked.id
 RETURNING j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,
     j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
     j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
-    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags
+    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
+    j.claim_token AS claim_token

@@ -7,14 +7,15 @@
 -- $1: queue
 -- $2: how many jobs at most
 -- $3: id of the client claiming them
--- $4: priority of the position (the last job claimed)
--- $5: scheduled_at of the position
--- $6: id of the position
+-- $4: the claim's fencing token, never used for another claim
+-- $5: priority of the position (the last job claimed)
+-- $6: scheduled_at of the position
+-- $7: id of the position
 WITH locked AS (
     SELECT id
     FROM {schema}.pgmill_job
     WHERE state = 'available' AND queue = $1::text AND scheduled_at <= now()
-        AND (priority, scheduled_at, id) > ($4::smallint, $5::timestamptz, $6::bigint)
+        AND (priority, scheduled_at, id) > ($5::smallint, $6::timestamptz, $7::bigint)
     ORDER BY priority, scheduled_at, id
     LIMIT $2::bigint
     FOR UPDATE SKIP LOCKED
@@ -23,10 +24,12 @@ UPDATE {schema}.pgmill_job AS j
 SET state = 'running',
     attempt = j.attempt + 1,
     attempted_at = now(),
-    attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text
+    attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text,
+    claim_token = $4::bigint
 FROM locked
 WHERE j.id = locked.id
 RETURNING j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,
     j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
     j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
-    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags
+    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
+    j.claim_token AS claim_token

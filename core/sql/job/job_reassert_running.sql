@@ -1,17 +1,27 @@
 -- After a failover that lost recent commits, puts this client's in-flight jobs that fell back to
--- available back to running under its name, at the attempt it is running. Returns how many.
+-- available back to running under its name, at the attempt, with the fencing token and the start
+-- time of the claim it is running. Returns how many. A row is re-asserted only while it is in the
+-- state before the claim: the attempt before it, and not showing the claim's start time. A row
+-- that shows the claim's start time saw the claim end (its outcome, a rescue) on this database,
+-- so it is not this client's any more, even in the moment before the completer forgets it.
 -- $1: job ids this client is running
 -- $2: the attempt it is running for each
 -- $3: this client's id
+-- $4: the fencing token of its claim on each
+-- $5: when each claim was made (attempted_at as the claim set it)
 WITH mine AS (
-    SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS m(id, attempt)
+    SELECT *
+    FROM unnest($1::bigint[], $2::bigint[], $4::bigint[], $5::timestamptz[])
+        AS m(id, attempt, claim_token, attempted_at)
 ),
 reasserted AS (
     UPDATE {schema}.pgmill_job AS j
-    SET state = 'running', attempt = mine.attempt, attempted_at = now(),
-        attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text
+    SET state = 'running', attempt = mine.attempt, attempted_at = mine.attempted_at,
+        attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text,
+        claim_token = mine.claim_token
     FROM mine
     WHERE j.id = mine.id AND j.state = 'available' AND j.attempt = mine.attempt - 1
+        AND j.attempted_at IS DISTINCT FROM mine.attempted_at
     RETURNING j.id
 )
 SELECT count(*) AS num_reasserted FROM reasserted

@@ -1,7 +1,9 @@
 -- Records the outcomes of many attempts in one statement. Fencing: a row changes only while it is
--- still running the attempt the outcome belongs to, so a superseded attempt's late result changes
--- nothing (its id is missing from the result). A job an operator asked to cancel while it ran
--- (metadata.cancel_attempted_at) ends cancelled instead of being retried, snoozed or interrupted.
+-- still running the claim the outcome belongs to (its attempt and its fencing token; the token is
+-- never reused, even when the attempt number is given back), so a superseded claim's late result
+-- changes nothing (its id is missing from the result). The token is cleared: the claim is over.
+-- A job an operator asked to cancel while it ran (metadata.cancel_attempted_at) ends cancelled
+-- instead of being retried, snoozed or interrupted.
 -- Jobs of periodic schedules (metadata.periodic) also update their schedule's statistics.
 -- $1: job ids
 -- $2: the attempt each outcome belongs to
@@ -10,6 +12,7 @@
 -- $5: error to append (a JSON object; its "at" is set to now()), or JSON null for none
 -- $6: delays up to this many microseconds make the job available at once instead of
 --     retryable or scheduled (it still waits for its scheduled_at)
+-- $7: the fencing token of the claim each outcome belongs to
 WITH updated AS (
 UPDATE {schema}.pgmill_job AS j
 SET state = (CASE
@@ -41,13 +44,15 @@ SET state = (CASE
         WHEN jsonb_typeof(o.error) = 'object'
             THEN array_append(j.errors, o.error || jsonb_build_object('at', now()))
         ELSE j.errors
-    END
-FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::jsonb[])
-    AS o(id, attempt, outcome, delay_us, error)
+    END,
+    claim_token = NULL
+FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::jsonb[], $7::bigint[])
+    AS o(id, attempt, outcome, delay_us, error, claim_token)
 -- state compared as text on purpose: with `state = 'running'` a cached generic plan matches the
 -- partial index pgmill_job_running_idx and scans all of it for every outcome instead of looking
 -- each row up by primary key.
 WHERE j.id = o.id AND j.state::text = 'running' AND j.attempt = o.attempt
+    AND j.claim_token = o.claim_token
 RETURNING j.id AS id, j.state::text AS state, j.attempt AS attempt,
     j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at,
     j.metadata->>'periodic' AS periodic

@@ -19,6 +19,7 @@ use tokio::sync::{Mutex, Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use crate::claim_tokens::ClaimTokens;
 use crate::completer::{BatchCompleter, CompleterStats};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
@@ -85,6 +86,8 @@ struct ClientInner<D: Driver> {
     post_commit: PostCommitNotifier<D>,
     is_leader: Arc<watch::Sender<bool>>,
     in_flight: Arc<InFlight>,
+    /// Fencing tokens for this client's claims, unique over its whole life.
+    claim_tokens: Arc<ClaimTokens>,
     running: Mutex<Option<Running>>,
     /// Every middleware attempts and inserts run through (the metrics middleware first).
     middleware: MiddlewareStack,
@@ -172,6 +175,7 @@ impl<D: Driver> Client<D> {
                 queues,
                 is_leader: Arc::new(watch::Sender::new(false)),
                 in_flight: Arc::default(),
+                claim_tokens: Arc::new(ClaimTokens::new()),
                 running: Mutex::new(None),
                 middleware,
                 metrics,
@@ -280,6 +284,7 @@ impl<D: Driver> Client<D> {
             poll_only: self.poll_only(),
             refresh_interval: cfg.queue_refresh_interval,
             metrics: inner.metrics.clone(),
+            claim_tokens: Arc::clone(&inner.claim_tokens),
         };
         let kill = CancellationToken::new();
         let mut producers = Vec::new();

@@ -7,6 +7,7 @@ use super::micros;
 use crate::catalog::Query;
 use crate::driver::{CopyIn, Executor, FromRow, Row, Statement};
 use crate::error::Result;
+use crate::in_flight::HeldClaim;
 use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::InsertParams;
 use crate::schema::Schema;
@@ -132,14 +133,15 @@ pub(crate) fn job_copy_available<'a>(
 /// A position in fetch order: (priority, scheduled_at, id) of a job.
 pub(crate) type FetchPosition = (i16, DateTime<Utc>, JobId);
 
-/// Claims up to `limit` due jobs of `queue` in fetch order; only those after `after` when given
-/// (`job_get_available_after.sql`).
+/// Claims up to `limit` due jobs of `queue` in fetch order for `client_id` under the fencing token
+/// `claim_token`; only those after `after` when given (`job_get_available_after.sql`).
 pub(crate) async fn job_get_available<E: Executor>(
     exec: &mut E,
     schema: &Schema,
     queue: &str,
     limit: usize,
     client_id: &str,
+    claim_token: i64,
     after: Option<FetchPosition>,
 ) -> Result<Vec<JobRow>> {
     let query = match after {
@@ -150,7 +152,8 @@ pub(crate) async fn job_get_available<E: Executor>(
         .statement(query)
         .bind(queue)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .bind(client_id);
+        .bind(client_id)
+        .bind(claim_token);
     if let Some((priority, scheduled_at, id)) = after {
         stmt = stmt.bind(priority).bind(scheduled_at).bind(id.0);
     }
@@ -165,6 +168,8 @@ pub(crate) async fn job_get_available<E: Executor>(
 pub(crate) struct SetStateParams {
     pub(crate) id: JobId,
     pub(crate) attempt: i16,
+    /// The fencing token of the claim the outcome belongs to.
+    pub(crate) claim_token: i64,
     pub(crate) outcome: &'static str,
     pub(crate) delay: TimeDelta,
     pub(crate) error: Option<serde_json::Value>,
@@ -221,6 +226,7 @@ pub(crate) fn job_set_state_if_running_many(
                 .collect::<Vec<_>>(),
         )
         .bind(micros(available_within))
+        .bind(params.iter().map(|p| p.claim_token).collect::<Vec<_>>())
 }
 
 /// The lean statement for a batch of plain completions of non-periodic jobs (fenced alike).
@@ -234,6 +240,7 @@ pub(crate) fn job_set_completed_many(schema: &Schema, params: &[SetStateParams])
                 .map(|p| i64::from(p.attempt))
                 .collect::<Vec<_>>(),
         )
+        .bind(params.iter().map(|p| p.claim_token).collect::<Vec<_>>())
 }
 
 pub(crate) fn job_get_by_id(schema: &Schema, id: JobId) -> Statement {
@@ -431,21 +438,39 @@ pub(crate) fn job_get_running_clients(schema: &Schema) -> Statement {
 
 pub(crate) fn job_reassert_running(
     schema: &Schema,
-    jobs: &[(JobId, i16)],
+    claims: &[HeldClaim],
     client_id: &str,
 ) -> Statement {
     schema
         .statement(Query::JobReassertRunning)
-        .bind(jobs.iter().map(|(id, _)| id.0).collect::<Vec<_>>())
-        .bind(jobs.iter().map(|(_, a)| i64::from(*a)).collect::<Vec<_>>())
+        .bind(claims.iter().map(|c| c.id.0).collect::<Vec<_>>())
+        .bind(
+            claims
+                .iter()
+                .map(|c| i64::from(c.attempt))
+                .collect::<Vec<_>>(),
+        )
         .bind(client_id)
+        .bind(claims.iter().map(|c| c.token).collect::<Vec<_>>())
+        .bind(
+            claims
+                .iter()
+                .map(|c| c.attempted_at.unwrap_or(DateTime::<Utc>::MIN_UTC))
+                .collect::<Vec<_>>(),
+        )
 }
 
-pub(crate) fn job_release_orphaned(schema: &Schema, client_id: &str, owned: &[JobId]) -> Statement {
+/// Releases running jobs attributed to `client_id` under any claim but those `held`.
+pub(crate) fn job_release_orphaned(
+    schema: &Schema,
+    client_id: &str,
+    held: &[HeldClaim],
+) -> Statement {
     schema
         .statement(Query::JobReleaseOrphaned)
         .bind(client_id)
-        .bind(owned.iter().map(|id| id.0).collect::<Vec<_>>())
+        .bind(held.iter().map(|c| c.id.0).collect::<Vec<_>>())
+        .bind(held.iter().map(|c| c.token).collect::<Vec<_>>())
 }
 
 pub(crate) fn job_delete_finalized(

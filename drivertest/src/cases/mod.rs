@@ -17,6 +17,7 @@ pub mod client_work;
 pub mod copy_in;
 pub mod error_sqlstate;
 pub mod failover;
+pub mod fencing;
 pub mod host_transaction;
 pub mod job_scheduler;
 pub mod leadership;
