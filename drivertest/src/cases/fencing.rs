@@ -5,9 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pgmill::driver::{Driver, Executor};
+use pgmill::middleware::MetricsConfig;
 use pgmill::{Client, JobError, JobId, JobRow, JobState};
 use tokio::sync::Notify;
 
+use crate::metrics_probe::MetricsProbe;
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, TestContext, migrated};
 
@@ -25,14 +27,36 @@ fn held_worker(gate: &Arc<Notify>, result: fn() -> Result<(), JobError>) -> Scri
 
 /// A client of one slot and no buffer: while its one job is held it claims nothing else.
 fn client_with<D: Driver>(ctx: &TestContext<D>, worker: ScriptedWorker) -> Client<D> {
+    builder(ctx, worker).build().unwrap()
+}
+
+fn builder<D: Driver>(ctx: &TestContext<D>, worker: ScriptedWorker) -> pgmill::ClientBuilder<D> {
     test_client(ctx)
         .queue("default", 1)
         .prefetch(0)
         .heartbeat_interval(Duration::from_millis(100))
         .job_timeout(None)
         .worker(worker)
-        .build()
-        .unwrap()
+}
+
+/// A started client, registered, running one job it holds until `gate` is notified (then it
+/// completes).
+async fn running_one_held_job<D: Driver>(
+    ctx: &TestContext<D>,
+    gate: &Arc<Notify>,
+) -> (Client<D>, JobId) {
+    let a = client_with(ctx, held_worker(gate, || Ok(())));
+    let job_id = a.insert(Task { n: 1 }).await.unwrap().id;
+    a.start().await.unwrap();
+    wait_for("A runs attempt 1", async || {
+        job(&a, job_id).await.state == JobState::Running
+    })
+    .await;
+    wait_for("A registered", async || {
+        ctx.count("pgmill_client").await == 1
+    })
+    .await;
+    (a, job_id)
 }
 
 async fn job<D: Driver>(client: &Client<D>, id: JobId) -> JobRow {
@@ -48,12 +72,16 @@ pub async fn late_outcome_after_the_attempt_was_given_back_and_claimed_again_is_
 >() {
     let ctx = migrated::<H>().await;
     let (gate_a, gate_b) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let a = client_with(
+    let probe = MetricsProbe::new();
+    let a = builder(
         &ctx,
         held_worker(&gate_a, || {
             Err(JobError::retry("late failure of a released claim"))
         }),
-    );
+    )
+    .metrics(MetricsConfig::new().recorder(probe.recorder()))
+    .build()
+    .unwrap();
     let job_id = a.insert(Task { n: 1 }).await.unwrap().id;
     a.start().await.unwrap();
     wait_for("A runs attempt 1", async || {
@@ -105,6 +133,11 @@ pub async fn late_outcome_after_the_attempt_was_given_back_and_claimed_again_is_
         1,
         "the released claim's outcome was dropped and counted"
     );
+    assert_eq!(
+        probe.counter("pgmill_completer_superseded_total", &[]),
+        Some(1),
+        "the fence drop reached the metrics"
+    );
     let during = job(&b, job_id).await;
     assert_eq!(
         (during.state, during.attempt, during.errors.len()),
@@ -134,20 +167,10 @@ pub async fn late_outcome_after_the_attempt_was_given_back_and_claimed_again_is_
 pub async fn lost_claim_is_reasserted_with_its_token_and_its_outcome_lands<H: Harness>() {
     let ctx = migrated::<H>().await;
     let gate = Arc::new(Notify::new());
-    let a = client_with(&ctx, held_worker(&gate, || Ok(())));
-    let job_id = a.insert(Task { n: 1 }).await.unwrap().id;
-    a.start().await.unwrap();
-    wait_for("A runs attempt 1", async || {
-        job(&a, job_id).await.state == JobState::Running
-    })
-    .await;
+    let (a, job_id) = running_one_held_job(&ctx, &gate).await;
     let claimed = job(&a, job_id).await;
     let (token, claimed_at) = (claimed.claim_token, claimed.attempted_at);
     assert!(token.is_some(), "a claim carries a token");
-    wait_for("A registered", async || {
-        ctx.count("pgmill_client").await == 1
-    })
-    .await;
 
     // What a failover to a replica that never received the claim leaves behind.
     ctx.script(&ctx.schema.render(&format!(
@@ -196,17 +219,7 @@ pub async fn lost_claim_is_reasserted_with_its_token_and_its_outcome_lands<H: Ha
 pub async fn claim_that_ended_on_this_database_is_not_reasserted<H: Harness>() {
     let ctx = migrated::<H>().await;
     let gate = Arc::new(Notify::new());
-    let a = client_with(&ctx, held_worker(&gate, || Ok(())));
-    let job_id = a.insert(Task { n: 1 }).await.unwrap().id;
-    a.start().await.unwrap();
-    wait_for("A runs attempt 1", async || {
-        job(&a, job_id).await.state == JobState::Running
-    })
-    .await;
-    wait_for("A registered", async || {
-        ctx.count("pgmill_client").await == 1
-    })
-    .await;
+    let (a, job_id) = running_one_held_job(&ctx, &gate).await;
     ctx.script(&ctx.schema.render(&format!(
         "UPDATE {{schema}}.pgmill_job SET state = 'available', attempt = attempt - 1, \
          claim_token = NULL WHERE id = {id};\
@@ -316,7 +329,7 @@ pub async fn version_1_claims_survive_the_upgrade_and_are_fenced_from_version_2_
     migrator.up(&mut ctx.conn().await, None).await.unwrap();
     let client = client_with(&ctx, ScriptedWorker::ok());
     let v1_job = client
-        .job_list(&pgmill::JobListParams::new())
+        .job_list(&pgmill::admin::JobListParams::new())
         .await
         .unwrap()
         .jobs
