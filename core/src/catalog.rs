@@ -61,6 +61,7 @@ queries! {
     JobList => "job/job_list.sql",
     JobListNewest => "job/job_list_newest.sql",
     JobCountRecentByQueue => "job/job_count_recent_by_queue.sql",
+    JobNotifyCommitted => "job/job_notify_committed.sql",
     JobNotifyInsert => "job/job_notify_insert.sql",
     JobReleasePending => "job/job_release_pending.sql",
     JobRetry => "job/job_retry.sql",

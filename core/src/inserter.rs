@@ -7,10 +7,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::commit_watcher::{CommitFollower, CommitWatcher};
 use crate::debouncer::{DEFAULT_INSERT_NOTIFY_COOLDOWN, Debouncer};
-use crate::driver::{BlockingExecutor, Executor};
+use crate::driver::{BlockingExecutor, Driver, Executor};
 use crate::error::{Error, Result};
-use crate::job::JobRow;
+use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};
 use crate::query::{
@@ -51,10 +52,16 @@ const BULK_COPY_FIRST_CHUNK: usize = 1_250;
 ///
 /// After inserting jobs that are due now, the inserter sends one notification per queue on the
 /// same executor, so inside a transaction it is delivered at commit and never after a rollback.
-/// Listening producers then start the jobs within milliseconds. At most one notification per queue
-/// is sent per cooldown (default 100 ms) by one inserter and its clones, however many jobs are
-/// inserted; none for scheduled or pending jobs. (Notifications serialise committing transactions
-/// in Postgres, which is why they are debounced.)
+/// Listening producers then start the jobs within milliseconds. None is sent for scheduled or
+/// pending jobs.
+///
+/// Notifications serialise committing transactions in Postgres, so an inserter that can follow
+/// commits (a client's, or one given a driver with [`Inserter::with_commit_watch`]) sends at most
+/// one per queue per cooldown (default 100 ms), it and its clones, however many jobs are inserted.
+/// A job inserted within the cooldown is announced once its own transaction has committed, from a
+/// pool connection, a few milliseconds later: never lost when the transaction that did notify
+/// rolls back or commits first. A stand-alone inserter without a driver cannot see commits, so it
+/// notifies in every transaction that inserts due jobs.
 ///
 /// # Middleware and trace context
 ///
@@ -68,6 +75,8 @@ pub struct Inserter {
     schema: Schema,
     known_kinds: Option<Arc<BTreeSet<String>>>,
     notify: Option<Arc<Debouncer>>,
+    /// Announces jobs whose in-transaction notification the cooldown held back, once committed.
+    follower: Option<Arc<dyn CommitFollower>>,
     middleware: Option<Arc<MiddlewareStack>>,
     propagator: Option<Arc<dyn TracePropagator>>,
 }
@@ -78,6 +87,7 @@ impl fmt::Debug for Inserter {
             .field("schema", &self.schema)
             .field("known_kinds", &self.known_kinds)
             .field("notify", &self.notify)
+            .field("follows_commits", &self.follower.is_some())
             .field("middleware", &self.middleware)
             .field("propagator", &self.propagator)
             .finish()
@@ -91,6 +101,7 @@ impl Inserter {
             schema,
             known_kinds: None,
             notify: Some(Arc::new(Debouncer::new(DEFAULT_INSERT_NOTIFY_COOLDOWN))),
+            follower: None,
             middleware: None,
             propagator: None,
         }
@@ -168,6 +179,20 @@ impl Inserter {
         self
     }
 
+    /// Follows commits over `driver`'s pool, so that insert notifications are debounced (see
+    /// [Notifications](Inserter#notifications)). A client's inserter already does.
+    #[must_use]
+    pub fn with_commit_watch<D: Driver>(self, driver: D) -> Self {
+        let watcher = CommitWatcher::new(driver, self.schema.clone());
+        self.with_follower(watcher)
+    }
+
+    /// Announces jobs the cooldown held back through `follower`, once they are committed.
+    pub(crate) fn with_follower(mut self, follower: Arc<dyn CommitFollower>) -> Self {
+        self.follower = Some(follower);
+        self
+    }
+
     /// True when this inserter sends insert notifications.
     pub(crate) fn notifies(&self) -> bool {
         self.notify.is_some()
@@ -179,14 +204,35 @@ impl Inserter {
         self
     }
 
-    /// The queues to notify about `params`, after the debouncer.
-    fn queues_to_notify<'a>(&self, params: impl Iterator<Item = &'a InsertParams>) -> Vec<String> {
+    /// The queues to notify in the inserting transaction about `params` (inserted as `rows`, when
+    /// the path returns them).
+    ///
+    /// A queue is notified unless the cooldown holds it back and one of its due jobs among `rows`
+    /// is handed to the commit follower, which announces it once committed. Without a follower
+    /// (or rows) every queue with due jobs is notified: a notification in another transaction may
+    /// be lost with a rollback, or be delivered before this transaction commits.
+    fn queues_to_notify<'a>(
+        &self,
+        params: impl Iterator<Item = &'a InsertParams>,
+        rows: &[JobRow],
+    ) -> Vec<String> {
         let Some(debouncer) = &self.notify else {
             return Vec::new();
         };
         due_queues(params)
             .into_iter()
-            .filter(|q| debouncer.try_fire(q))
+            .filter(|q| {
+                let Some(follower) = &self.follower else {
+                    return true;
+                };
+                if debouncer.try_fire(q) {
+                    return true;
+                }
+                let due = rows
+                    .iter()
+                    .find(|r| r.queue == *q && r.state == JobState::Available);
+                !due.is_some_and(|r| follower.follow(r.id, q))
+            })
             .map(str::to_owned)
             .collect()
     }
@@ -254,7 +300,8 @@ impl Inserter {
     ) -> Result<JobRow> {
         let p = self.one(&args, opts.into())?;
         let job = first(exec.query_as(&job_insert_one(&self.schema, &p[0])).await?)?;
-        self.notify(exec, self.queues_to_notify(p.iter())).await?;
+        let queues = self.queues_to_notify(p.iter(), std::slice::from_ref(&job));
+        self.notify(exec, queues).await?;
         Ok(job)
     }
 
@@ -276,7 +323,7 @@ impl Inserter {
             .query_as(&job_insert_many(&self.schema, &params))
             .await?;
         rows.sort_by_key(|r| r.id);
-        self.notify(exec, self.queues_to_notify(params.iter()))
+        self.notify(exec, self.queues_to_notify(params.iter(), &rows))
             .await?;
         Ok(rows)
     }
@@ -318,7 +365,7 @@ impl Inserter {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
             inserted += exec.execute(&job_insert_many(&self.schema, &chunk)).await?;
         }
-        self.notify(exec, self.queues_to_notify(params.iter()))
+        self.notify(exec, self.queues_to_notify(params.iter(), &[]))
             .await?;
         Ok(inserted)
     }
@@ -394,7 +441,8 @@ impl Inserter {
     ) -> Result<JobRow> {
         let p = self.one(&args, opts.into())?;
         let job = first(exec.query_as(&job_insert_one(&self.schema, &p[0]))?)?;
-        self.notify_blocking(exec, self.queues_to_notify(p.iter()))?;
+        let queues = self.queues_to_notify(p.iter(), std::slice::from_ref(&job));
+        self.notify_blocking(exec, queues)?;
         Ok(job)
     }
 
@@ -414,7 +462,7 @@ impl Inserter {
         let params = self.prepare(params)?;
         let mut rows: Vec<JobRow> = exec.query_as(&job_insert_many(&self.schema, &params))?;
         rows.sort_by_key(|r| r.id);
-        self.notify_blocking(exec, self.queues_to_notify(params.iter()))?;
+        self.notify_blocking(exec, self.queues_to_notify(params.iter(), &rows))?;
         Ok(rows)
     }
 
@@ -436,7 +484,7 @@ impl Inserter {
         for chunk in params.chunks(BULK_INSERT_CHUNK) {
             inserted += exec.execute(&job_insert_many(&self.schema, chunk))?;
         }
-        self.notify_blocking(exec, self.queues_to_notify(params.iter()))?;
+        self.notify_blocking(exec, self.queues_to_notify(params.iter(), &[]))?;
         Ok(inserted)
     }
 }

@@ -92,6 +92,7 @@ pub mod admin;
 mod catalog;
 mod claim_tokens;
 mod client;
+mod commit_watcher;
 mod completer;
 mod connection_lease;
 mod debouncer;

@@ -105,6 +105,8 @@ macro_rules! __conformance_cases {
                 notifications_are_debounced_and_skip_future_jobs,
                 losing_the_listener_mid_run_recovers, poll_only_mode_works_by_polling,
                 client_committed_inserts_are_each_announced,
+                rolled_back_insert_leaves_the_next_commit_its_wake_up,
+                interleaved_transactions_each_get_a_wake_up,
             }
             client_control {
                 queues_are_registered_and_listed_with_counts,

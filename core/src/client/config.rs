@@ -94,7 +94,9 @@ pub struct Config {
     pub poll_only: bool,
     /// Insert notifications sent inside the application's transaction (through
     /// [`Client::inserter`]) go out at most once per queue per this cooldown, because they
-    /// serialise the commits of notifying transactions. Inserts this client commits itself
+    /// serialise the commits of notifying transactions; a job inserted within the cooldown is
+    /// announced from a pool connection once its own transaction has committed (see
+    /// [Notifications](crate::Inserter#notifications)). Inserts this client commits itself
     /// ([`Client::insert`] and friends) are announced right after their commit instead, coalesced
     /// to one notification statement in flight. `None` sends no insert notifications at all.
     /// Default 100 ms.

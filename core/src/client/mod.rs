@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::info;
 
 use crate::claim_tokens::ClaimTokens;
+use crate::commit_watcher::CommitWatcher;
 use crate::completer::{BatchCompleter, CompleterStats};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
@@ -151,6 +152,7 @@ impl<D: Driver> Client<D> {
         middleware.append(registered);
         let mut inserter = Inserter::new(config.schema.clone())
             .with_notify_cooldown(config.insert_notify_cooldown)
+            .with_follower(CommitWatcher::new(driver.clone(), config.schema.clone()))
             .with_hooks(middleware.clone(), config.trace_propagator.clone());
         if let Some(kinds) = known_kinds {
             inserter = inserter.with_known_kinds(kinds);

@@ -488,6 +488,14 @@ pub(crate) fn job_delete_finalized(
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
+/// Notifies the queues of those of `ids` that are committed; returns their ids ([`IdRow`]).
+pub(crate) fn job_notify_committed(schema: &Schema, ids: &[JobId]) -> Statement {
+    schema
+        .statement(Query::JobNotifyCommitted)
+        .bind(schema.channel(crate::notifier::TOPIC_INSERT))
+        .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>())
+}
+
 pub(crate) fn job_notify_insert(schema: &Schema, queues: Vec<String>) -> Statement {
     schema
         .statement(Query::JobNotifyInsert)
