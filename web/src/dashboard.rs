@@ -142,6 +142,10 @@ impl<D: Driver> Dashboard<D> {
         Router::new()
             .route("/", get(pages::overview::page::<D>))
             .route("/jobs", get(pages::jobs::page::<D>))
+            .route(
+                "/jobs/bulk/{action}",
+                get(pages::bulk::confirm::<D>).post(pages::bulk::act::<D>),
+            )
             .route("/jobs/{id}", get(pages::job::page::<D>))
             .route("/jobs/{id}/{action}", post(pages::job::act::<D>))
             .route("/queues/{action}", post(pages::overview::act::<D>))

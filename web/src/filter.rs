@@ -1,7 +1,7 @@
 //! The jobs page's filter, as it travels in the query string: parsed and checked here, bound as
 //! parameters by core, never written into SQL.
 
-use pgmill::admin::JobSummaryParams;
+use pgmill::admin::{JobListParams, JobSummaryParams};
 use pgmill::{JobId, JobState};
 use serde::Deserialize;
 
@@ -97,6 +97,21 @@ impl JobFilter {
     /// The core listing parameters for this filter.
     pub(crate) fn summary_params(&self) -> JobSummaryParams {
         let mut p = JobSummaryParams::new();
+        if let Some(s) = self.state {
+            p = p.states([s]);
+        }
+        if let Some(q) = &self.queue {
+            p = p.queues([q.clone()]);
+        }
+        if let Some(k) = &self.kind {
+            p = p.kinds([k.clone()]);
+        }
+        p
+    }
+
+    /// The core parameters of a bulk action on this filter.
+    pub(crate) fn list_params(&self) -> JobListParams {
+        let mut p = JobListParams::new();
         if let Some(s) = self.state {
             p = p.states([s]);
         }

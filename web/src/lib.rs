@@ -22,7 +22,7 @@
 //! | jobs | newest first, filtered by state, queue and kind, keyset pages | bulk retry/cancel/delete of the filter, after a confirmation with the count |
 //! | job | args and metadata pretty-printed (cut when huge), every attempt's error, timings | retry, cancel, delete |
 //! | periodic | schedules with next and last run, counts, failure streak | pause/resume |
-//! | clients | the leader and its term | |
+//! | clients | every registered client (live or presumed dead, heartbeat age, host, pid, queues) and the leader with its term | |
 //!
 //! Pages are rendered on the server with escaping throughout; a small embedded script refreshes
 //! the live part of each page every few seconds without reloading it. The stylesheet and script

@@ -1,4 +1,5 @@
-//! The clients page: the leader and its term.
+//! The clients page: every client registered in the schema (heartbeat age, host, pid, queues,
+//! liveness) and the leader with its term.
 
 use axum::extract::State;
 use axum::response::Response;
@@ -10,12 +11,12 @@ use crate::dashboard::AppState;
 use crate::error::Result;
 use crate::format;
 
-/// `GET /clients`: the leader.
+/// `GET /clients`: the clients and the leader.
 pub(crate) async fn page<D: Driver>(
     State(app): State<AppState<D>>,
     shell: Shell,
 ) -> Result<Response> {
-    let leader = app.client.leader().await?;
+    let (clients, leader) = tokio::try_join!(app.client.client_list(), app.client.leader())?;
     let live = html! {
         h2 { "Leader" }
         @match &leader {
@@ -26,6 +27,39 @@ pub(crate) async fn page<D: Driver>(
                 dt { "lease length" } dd { (format::duration(l.expires_at - l.elected_at)) }
             },
             None => div.empty #leader { "No leader: no client is running, or the last lease ran out." },
+        }
+        h2 { "Clients (" (clients.len()) ")" }
+        @if clients.is_empty() {
+            div.empty #clients { "No client registered: a started client registers itself and refreshes its row with each heartbeat." }
+        } @else {
+            table #clients {
+                thead { tr {
+                    th { "client" } th { "status" } th { "hostname" } th.num { "pid" }
+                    th { "queues" } th.num { "heartbeat age" } th { "started" }
+                } }
+                tbody {
+                    @for c in &clients {
+                        tr data-client=(c.id) {
+                            td { code { (c.id) } }
+                            td {
+                                @if c.leader { span.badge.active { "leader" } " " }
+                                @if c.live { span.badge.active { "live" } }
+                                @else { span.badge.bad title="past the client timeout: its running jobs are rescued" { "presumed dead" } }
+                            }
+                            td { (c.hostname) }
+                            td.num { (c.pid) }
+                            td.queues {
+                                @if c.queues.is_empty() { span.zero { "none" } }
+                                @else { @for q in &c.queues { code { (q) } " " } }
+                            }
+                            td.num.heartbeat {
+                                (chrono::TimeDelta::from_std(c.heartbeat_age).map_or_else(|_| "—".to_owned(), format::duration))
+                            }
+                            td { (format::timestamp(c.started_at)) }
+                        }
+                    }
+                }
+            }
         }
     };
     Ok(shell.page(Nav::Clients, "Clients and leader", html! {}, live))

@@ -1,5 +1,5 @@
 //! The jobs page: newest first, filtered by state, queue and kind, in keyset pages; args only as
-//! short previews.
+//! short previews; links to the bulk actions on the filter.
 
 use axum::extract::{Query, State};
 use axum::response::Response;
@@ -60,6 +60,7 @@ pub(crate) async fn page<D: Driver>(
             button.primary type="submit" { "Filter" }
             @if !filter.is_empty() { a.button href=(shell.href("/jobs")) { "Clear" } }
         }
+        (super::bulk::links(&shell, filter))
     };
     let live = html! {
         @if jobs.jobs.is_empty() {

@@ -1,6 +1,7 @@
 //! The pages: each file renders one page (and handles its actions); this module holds the shell
 //! every page is drawn in.
 
+pub(crate) mod bulk;
 pub(crate) mod clients;
 pub(crate) mod job;
 pub(crate) mod jobs;

@@ -173,3 +173,64 @@ async fn retrying_a_discarded_job_runs_it_again() {
     other.stop().await;
     env.finish().await;
 }
+
+/// Bulk-cancelling by the jobs page's filter first shows how many jobs it would change, then
+/// cancels exactly the matching jobs and leaves the others alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulk_cancel_by_filter_shows_the_count_then_cancels_the_matching_jobs() {
+    let env = Env::start().await;
+    // Nobody works these queues: every job stays available until acted on.
+    let mut refunds = Vec::new();
+    for cents in 0..5 {
+        let job = env
+            .client
+            .insert_with(Charge { cents }, InsertOpts::new().queue("refunds"))
+            .await
+            .unwrap();
+        refunds.push(job.id);
+    }
+    let mut others = Vec::new();
+    for cents in 0..3 {
+        let job = env
+            .client
+            .insert_with(Charge { cents }, InsertOpts::new().queue("payouts"))
+            .await
+            .unwrap();
+        others.push(job.id);
+    }
+    let state = async |id| env.client.job_get(id).await.unwrap().unwrap().state;
+
+    let b = Browser::start().await;
+    b.goto(&env.url("/jobs?queue=refunds")).await;
+    b.click("a[data-bulk=\"cancel\"]").await;
+    assert_eq!(b.text("#bulk-count").await, "5 jobs");
+    assert!(b.text("#confirm").await.contains("queue \"refunds\""));
+    b.screenshot("bulk-cancel").await;
+    for id in refunds.iter().chain(&others) {
+        assert_eq!(
+            state(*id).await,
+            JobState::Available,
+            "nothing changes before confirming"
+        );
+    }
+    b.click("#confirm form button").await;
+    b.until("window.location.pathname.endsWith('/jobs')").await;
+    for id in &refunds {
+        assert_eq!(state(*id).await, JobState::Cancelled);
+    }
+    for id in &others {
+        assert_eq!(state(*id).await, JobState::Available, "another queue's job");
+    }
+    // The list shows the filter's jobs cancelled, and nothing is left to cancel.
+    b.until("document.querySelectorAll('#jobs tbody tr .badge.cancelled').length === 5")
+        .await;
+    b.click("a[data-bulk=\"cancel\"]").await;
+    assert_eq!(b.text("#bulk-count").await, "0 jobs");
+    assert_eq!(
+        b.count("#confirm form").await,
+        0,
+        "no button when nothing matches"
+    );
+    b.close().await;
+    env.finish().await;
+}

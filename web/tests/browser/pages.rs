@@ -191,6 +191,23 @@ async fn every_page_loads_with_seeded_jobs() {
 
     b.click("nav a[href$=\"/clients\"]").await;
     assert!(b.text("#leader").await.contains(worker.id()));
+    // Every client, with its host, pid, queues and heartbeat: the worker and the dashboard's own
+    // (which works no queue and is never started, so has no row).
+    let row = b
+        .text(&format!("tr[data-client=\"{}\"]", worker.id()))
+        .await;
+    let host = hostname_of(&env, worker.id()).await;
+    for part in [
+        "leader",
+        "live",
+        host.as_str(),
+        &std::process::id().to_string(),
+        "media",
+        "default",
+    ] {
+        assert!(row.contains(part), "{part} in {row}");
+    }
+    assert_eq!(b.count("#clients tbody tr").await, 1);
     b.screenshot("clients").await;
 
     // Pages of three, following the cursor to the end.
@@ -223,6 +240,16 @@ async fn every_page_loads_with_seeded_jobs() {
     worker.stop().await;
     env2.finish().await;
     env.finish().await;
+}
+
+/// The hostname a client registered with.
+async fn hostname_of(env: &Env, id: &str) -> String {
+    let clients = env.client.client_list().await.unwrap();
+    clients
+        .into_iter()
+        .find(|c| c.id == id)
+        .expect("the client is registered")
+        .hostname
 }
 
 /// The live part of a page refreshes without reloading it.

@@ -59,6 +59,7 @@ async fn read_only_mode_hides_and_refuses_actions() {
             0,
             "an action shows on {path:?}"
         );
+        assert_eq!(b.count("a[data-bulk]").await, 0, "a bulk link on {path:?}");
     }
     b.goto(&env.url("")).await;
     let (status, body) = post(&b, "/admin/queues/pause", "queue=mail").await;
@@ -66,6 +67,10 @@ async fn read_only_mode_hides_and_refuses_actions() {
     assert!(body.contains("read-only"), "{body}");
     let (status, _) = post(&b, &format!("/admin/jobs/{}/delete", job.id), "").await;
     assert_eq!(status, 403);
+    let (status, _) = post(&b, "/admin/jobs/bulk/delete", "queue=mail").await;
+    assert_eq!(status, 403);
+    b.goto(&env.url("/jobs/bulk/delete?queue=mail")).await;
+    assert!(b.text("#error").await.contains("read-only"));
     assert!(
         env.client
             .queue_get("mail")
