@@ -4,5 +4,6 @@
 
 pub use crate::query::{
     BulkAction, ClientRow, JobBatch, JobListPage, JobListParams, JobSummary, JobSummaryPage,
-    JobSummaryParams, LeaderRow, MigrationRow, PeriodicRow, QueueActivity, QueueRow, UnservedQueue,
+    JobSummaryParams, LeaderRow, MigrationRow, PeriodicRow, QueueActivity, QueueOverview, QueueRow,
+    UnservedQueue,
 };

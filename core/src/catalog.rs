@@ -70,7 +70,7 @@ queries! {
     JobSetStateIfRunningMany => "job/job_set_state_if_running_many.sql",
     QueueControlNotify => "queue/queue_control_notify.sql",
     QueueList => "queue/queue_list.sql",
-    QueueListUnserved => "queue/queue_list_unserved.sql",
+    QueueOverview => "queue/queue_overview.sql",
     QueuePause => "queue/queue_pause.sql",
     QueueResume => "queue/queue_resume.sql",
     QueueUpsert => "queue/queue_upsert.sql",

@@ -164,7 +164,7 @@ macro_rules! __conformance_cases {
                 bulk_retry_counts_first_and_pages_through_matching_jobs,
                 bulk_cancel_cancels_waiting_jobs_and_tells_running_ones,
                 bulk_delete_leaves_running_jobs, client_list_shows_queues_liveness_and_the_leader,
-                unserved_queues_are_listed_with_their_counts,
+                unserved_queues_are_listed_with_their_counts_and_flagged_in_the_overview,
             }
             client_browse {
                 list_newest_pages_backwards_through_every_filter,

@@ -12,10 +12,10 @@ use crate::ident::validate_name;
 use crate::job::{JobId, JobRow, JobState};
 use crate::notifier::ControlMessage;
 use crate::query::{
-    ClientRow, JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueRow,
-    UnservedQueue, client_list, job_cancel, job_delete, job_get_by_id, job_list, job_list_page,
-    job_release_pending, job_retry, leader_get, periodic_list, periodic_set_paused,
-    queue_control_notify, queue_list, queue_list_unserved, queue_pause, queue_resume,
+    ClientRow, JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueOverview,
+    QueueRow, UnservedQueue, client_list, job_cancel, job_delete, job_get_by_id, job_list,
+    job_list_page, job_release_pending, job_retry, leader_get, periodic_list, periodic_set_paused,
+    queue_control_notify, queue_list, queue_overview, queue_pause, queue_resume,
 };
 
 impl<D: Driver> Client<D> {
@@ -46,7 +46,7 @@ impl<D: Driver> Client<D> {
     }
 
     /// How recent a heartbeat must be for its client to count as live.
-    fn live_within(&self) -> chrono::TimeDelta {
+    pub(super) fn live_within(&self) -> chrono::TimeDelta {
         chrono::TimeDelta::from_std(self.config().rescuer.client_timeout)
             .unwrap_or(chrono::TimeDelta::MAX)
     }
@@ -208,8 +208,14 @@ impl<D: Driver> Client<D> {
     /// The database error.
     pub async fn queue_list_unserved(&self) -> Result<Vec<UnservedQueue>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        conn.query_as(&queue_list_unserved(self.schema(), self.live_within()))
-            .await
+        let queues: Vec<QueueOverview> = conn
+            .query_as(&queue_overview(self.schema(), self.live_within()))
+            .await?;
+        Ok(queues
+            .into_iter()
+            .filter(QueueOverview::is_unserved)
+            .map(UnservedQueue::from)
+            .collect())
     }
 
     /// Pauses a queue in every process (`*`: every queue): it fetches nothing more while its

@@ -9,8 +9,8 @@ use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::Result;
 use crate::query::{
-    JobSummaryPage, JobSummaryParams, QueueActivity, job_count_recent_by_queue, job_list_newest,
-    job_list_newest_page,
+    JobSummaryPage, JobSummaryParams, QueueActivity, QueueOverview, job_count_recent_by_queue,
+    job_list_newest, job_list_newest_page, queue_overview,
 };
 
 impl<D: Driver> Client<D> {
@@ -30,9 +30,24 @@ impl<D: Driver> Client<D> {
         Ok(job_list_newest_page(jobs, params))
     }
 
+    /// Every registered queue, and every queue name holding live jobs that no client registered,
+    /// in name order: each with its live counts, pause state, oldest available job's age, and
+    /// whether a live client works it ([`QueueOverview::is_unserved`] flags the queues whose jobs
+    /// wait for a client). One statement, whose cost follows the number of queues and their
+    /// depth, not the table's history: the overview's live counts.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn queue_overview(&self) -> Result<Vec<QueueOverview>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        conn.query_as(&queue_overview(self.schema(), self.live_within()))
+            .await
+    }
+
     /// Per queue (registered or not) that finished jobs within the last `window`: how many
     /// completed, were discarded and were cancelled, in queue name order. With
-    /// [`Client::queue_list`]'s live counts this is what an overview shows.
+    /// [`Client::queue_overview`]'s live counts this is what an overview shows.
     ///
     /// # Errors
     ///

@@ -41,9 +41,9 @@ pub(crate) use periodic::{
 pub(crate) use queue::LIVE_STATES;
 pub(crate) use queue::{
     QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list,
-    queue_list_unserved, queue_pause, queue_resume, queue_upsert,
+    queue_overview, queue_pause, queue_resume, queue_upsert,
 };
-pub use queue::{QueueRow, UnservedQueue};
+pub use queue::{QueueOverview, QueueRow, UnservedQueue};
 pub use queue_activity::QueueActivity;
 pub(crate) use queue_activity::job_count_recent_by_queue;
 

@@ -76,6 +76,53 @@ fn take_oldest_available_age(row: &mut Row) -> Result<Option<Duration>> {
         .map(|us| Duration::from_micros(u64::try_from(us).unwrap_or(0))))
 }
 
+/// A queue as an overview shows it ([`Client::queue_overview`](crate::Client::queue_overview)):
+/// registered, or holding live jobs under a name no client registered, with its live counts and
+/// whether a live client works it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct QueueOverview {
+    /// The queue's name, as its jobs carry it.
+    pub name: String,
+    /// True when it has a row in `pgmill_queue` (a producer worked it once, or it was paused);
+    /// false for a name no client ever worked, such as a typo.
+    pub registered: bool,
+    /// When it was paused; `None` while it runs or is not registered.
+    pub paused_at: Option<DateTime<Utc>>,
+    /// True when a live client (heartbeat within the client timeout) works it.
+    pub served: bool,
+    /// How many of its jobs are in each live state, as in [`QueueRow::counts`].
+    pub counts: BTreeMap<JobState, i64>,
+    /// How long its oldest due available job has been due (database clock).
+    pub oldest_available_age: Option<Duration>,
+}
+
+impl QueueOverview {
+    /// True when it holds live jobs that no live client works: they wait until one starts.
+    pub fn is_unserved(&self) -> bool {
+        !self.served && self.counts.values().any(|n| *n > 0)
+    }
+}
+
+impl FromRow for QueueOverview {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(QueueOverview {
+            name: row.take("name")?,
+            registered: row.take("registered")?,
+            paused_at: row.take("paused_at")?,
+            served: row.take("served")?,
+            counts: take_live_counts(&mut row)?,
+            oldest_available_age: take_oldest_available_age(&mut row)?,
+        })
+    }
+}
+
+pub(crate) fn queue_overview(schema: &Schema, live_within: TimeDelta) -> Statement {
+    schema
+        .statement(Query::QueueOverview)
+        .bind(micros(live_within))
+}
+
 /// A queue that holds live jobs but that no live client works
 /// ([`Client::queue_list_unserved`](crate::Client::queue_list_unserved)): its jobs wait until a
 /// client working it starts.
@@ -95,22 +142,16 @@ pub struct UnservedQueue {
     pub oldest_available_age: Option<Duration>,
 }
 
-impl FromRow for UnservedQueue {
-    fn from_row(mut row: Row) -> Result<Self> {
-        Ok(UnservedQueue {
-            name: row.take("name")?,
-            registered: row.take("registered")?,
-            paused_at: row.take("paused_at")?,
-            counts: take_live_counts(&mut row)?,
-            oldest_available_age: take_oldest_available_age(&mut row)?,
-        })
+impl From<QueueOverview> for UnservedQueue {
+    fn from(q: QueueOverview) -> Self {
+        UnservedQueue {
+            name: q.name,
+            registered: q.registered,
+            paused_at: q.paused_at,
+            counts: q.counts,
+            oldest_available_age: q.oldest_available_age,
+        }
     }
-}
-
-pub(crate) fn queue_list_unserved(schema: &Schema, live_within: TimeDelta) -> Statement {
-    schema
-        .statement(Query::QueueListUnserved)
-        .bind(micros(live_within))
 }
 
 /// The state a producer reads back when it registers or refreshes its queue.

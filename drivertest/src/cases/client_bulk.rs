@@ -219,8 +219,11 @@ pub async fn client_list_shows_queues_liveness_and_the_leader<H: Harness>() {
 
 /// Queues holding live jobs that no live client works are listed with their counts, whether
 /// registered or not (a typo, rows written by hand), and a queue whose last client stopped joins
-/// them; queues a live client works and queues holding only finished jobs do not appear.
-pub async fn unserved_queues_are_listed_with_their_counts<H: Harness>() {
+/// them; queues a live client works and queues holding only finished jobs do not appear. The
+/// overview lists the same queues beside the registered ones, each flagged served or not.
+pub async fn unserved_queues_are_listed_with_their_counts_and_flagged_in_the_overview<
+    H: Harness,
+>() {
     let ctx = ctx::<H>().await;
     let client = test_client(&ctx)
         .queue("served", 1)
@@ -270,6 +273,33 @@ pub async fn unserved_queues_are_listed_with_their_counts<H: Harness>() {
     assert_eq!(typo.counts[&JobState::Available], 3);
     assert!(typo.oldest_available_age.is_some(), "{typo:?}");
     assert_eq!(unserved[0].counts[&JobState::Scheduled], 1);
+
+    // A registered queue without jobs or clients is in the overview, and not unserved.
+    ctx.conn()
+        .await
+        .execute(
+            &ctx.stmt("INSERT INTO {schema}.pgmill_queue (name, paused_at) VALUES ('idle', now())"),
+        )
+        .await
+        .unwrap();
+    let overview = operator.queue_overview().await.unwrap();
+    let rows: Vec<(&str, bool, bool, bool)> = overview
+        .iter()
+        .map(|q| (q.name.as_str(), q.registered, q.served, q.is_unserved()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("by_hand", false, false, true),
+            ("idle", true, false, false),
+            ("served", true, true, false),
+            ("srved", false, false, true),
+        ]
+    );
+    assert!(overview[1].paused_at.is_some());
+    assert_eq!(overview[2].counts.values().sum::<i64>(), 2);
+    assert_eq!(overview[3].counts, typo.counts);
+    assert!(overview[3].oldest_available_age.is_some());
     client.stop().await;
     let unserved = operator.queue_list_unserved().await.unwrap();
     let served = unserved

@@ -1,4 +1,5 @@
-//! The overview: every queue with its jobs counted by state, throughput and failure rate over
+//! The overview: every queue with its jobs counted by state (one query: registered queues and
+//! unregistered names holding live jobs, unserved ones flagged), throughput and failure rate over
 //! the activity window, the oldest available job's wait, and pause/resume.
 
 use std::collections::BTreeMap;
@@ -8,7 +9,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use pgmill::JobState;
-use pgmill::admin::{QueueActivity, QueueRow};
+use pgmill::admin::{QueueActivity, QueueOverview};
 use pgmill::driver::Driver;
 use serde::Deserialize;
 
@@ -37,14 +38,15 @@ const FINISHED: [JobState; 3] = [
 /// One line of the queue table.
 #[derive(Debug, Default)]
 struct Line {
-    registered: Option<QueueRow>,
+    /// Its live counts; `None` for a queue known only from recent outcomes.
+    queue: Option<QueueOverview>,
     activity: Option<QueueActivity>,
 }
 
 impl Line {
     /// Jobs in a live state now.
     fn count(&self, state: JobState) -> i64 {
-        self.registered
+        self.queue
             .as_ref()
             .and_then(|q| q.counts.get(&state).copied())
             .unwrap_or(0)
@@ -69,19 +71,23 @@ pub(crate) async fn page<D: Driver>(
     let window = chrono::TimeDelta::from_std(app.settings.activity_window)
         .unwrap_or(chrono::TimeDelta::minutes(5));
     let (queues, activity, leader) = tokio::try_join!(
-        app.client.queue_list(),
+        app.client.queue_overview(),
         app.client.queue_activity(window),
         app.client.leader(),
     )?;
     let mut lines: BTreeMap<String, Line> = BTreeMap::new();
     for q in queues {
         let name = q.name.clone();
-        lines.entry(name).or_default().registered = Some(q);
+        lines.entry(name).or_default().queue = Some(q);
     }
     for a in activity {
         let name = a.queue.clone();
         lines.entry(name).or_default().activity = Some(a);
     }
+    let unserved = lines
+        .values()
+        .filter(|l| l.queue.as_ref().is_some_and(QueueOverview::is_unserved))
+        .count();
     let minutes = (window.num_seconds() as f64 / 60.0).max(1.0 / 60.0);
     let total = |s: JobState| lines.values().map(|l| l.count(s)).sum::<i64>();
     let done: i64 = lines
@@ -132,6 +138,10 @@ pub(crate) async fn page<D: Driver>(
             div.card { div.label { "completed, " (window_label) } div.value { (rate(done)) } }
             div.card { div.label { "failure rate, " (window_label) } div.value { (percent(done, failed)) } }
             div.card {
+                div.label { "unserved queues" }
+                div.value #unserved-count .bad[unserved > 0] { (unserved) }
+            }
+            div.card {
                 div.label { "leader" }
                 div.value.small {
                     @match &leader {
@@ -154,16 +164,22 @@ pub(crate) async fn page<D: Driver>(
                 } }
                 tbody {
                     @for (name, line) in &lines {
-                        @let paused = line.registered.as_ref().is_some_and(|q| q.paused_at.is_some());
-                        tr data-queue=(name) {
+                        @let queue = line.queue.as_ref();
+                        @let paused = queue.is_some_and(|q| q.paused_at.is_some());
+                        @let registered = queue.is_some_and(|q| q.registered);
+                        @let unserved = queue.is_some_and(QueueOverview::is_unserved);
+                        tr data-queue=(name) class=[unserved.then_some("unserved")] {
                             td { a href=(jobs_link(name, None)) { code { (name) } } }
                             td {
                                 @if paused { span.badge.paused { "paused" } }
-                                @else if line.registered.is_some() { span.badge.active { "active" } }
+                                @else if registered { span.badge.active { "active" } }
                                 @else { span.badge { "unregistered" } }
+                                @if unserved {
+                                    " " span.badge.bad title="it holds live jobs, and no live client works it: they wait until one starts" { "unserved" }
+                                }
                             }
                             @for s in LIVE {
-                                @if line.registered.is_some() {
+                                @if queue.is_some() {
                                     @let n = line.count(s);
                                     td.num.zero[n == 0] { a href=(jobs_link(name, Some(s))) { (format::count(n)) } }
                                 } @else {
@@ -171,7 +187,7 @@ pub(crate) async fn page<D: Driver>(
                                 }
                             }
                             td.num {
-                                (line.registered.as_ref().and_then(|q| q.oldest_available_age)
+                                (queue.and_then(|q| q.oldest_available_age)
                                     .and_then(|d| chrono::TimeDelta::from_std(d).ok())
                                     .map_or_else(|| "—".to_owned(), format::duration))
                             }
@@ -182,7 +198,7 @@ pub(crate) async fn page<D: Driver>(
                             td.num { (rate(line.finished(JobState::Completed))) }
                             td.num { (percent(line.finished(JobState::Completed), line.finished(JobState::Discarded))) }
                             td {
-                                @if line.registered.is_some() {
+                                @if registered {
                                     @if paused {
                                         (shell.action("/queues/resume", &[("queue", name)], "Resume", "", None))
                                     } @else {

@@ -148,6 +148,14 @@ async fn every_page_loads_with_seeded_jobs() {
         .await;
     let media = b.text("tr[data-queue=\"media\"]").await;
     assert!(media.contains("active"), "{media}");
+    assert!(!media.contains("unserved"), "{media}");
+    // Nobody works the backfill queue, nor registered it: its jobs wait, flagged.
+    let backfill = b.text("tr[data-queue=\"backfill\"]").await;
+    assert!(
+        backfill.contains("unserved") && backfill.contains("unregistered"),
+        "{backfill}"
+    );
+    assert_eq!(b.text("#unserved-count").await, "1");
     b.screenshot("overview").await;
 
     b.click("nav a[href$=\"/jobs\"]").await;

@@ -1,11 +1,13 @@
--- Queues that hold live jobs (available, scheduled, pending, running, retryable) but that no live
--- client works: a typo, a queue whose workers are all gone, or rows written by hand under a name
--- no client serves. The queues holding live jobs are found by skipping through
--- pgmill_job_state_queue_idx (state, queue, id), one probe per queue and state, so the cost
--- follows the number of queues, not of jobs. A client works the queues listed in its
--- metadata.queues; it is live while its heartbeat is within the timeout (database clock). Each
--- queue comes with its live counts, whether it is registered in pgmill_queue, its pause state and
--- the age of its oldest due available job, as queue_list.sql gives them.
+-- Every queue an operator should see, in name order: each registered in pgmill_queue, and each name
+-- that holds live jobs (available, scheduled, pending, running, retryable) without being
+-- registered (a typo, or rows written by hand). Each with its live counts, whether it is
+-- registered, its pause state, the age of its oldest due available job (as queue_list.sql gives
+-- them) and whether a live client works it: a queue with live jobs that no live client works is
+-- unserved, its jobs wait until one starts. One statement for all of a dashboard's live counts.
+-- The queues holding live jobs are found by skipping through pgmill_job_state_queue_idx
+-- (state, queue, id), one probe per queue and state, so the cost follows the number of queues,
+-- not of jobs. A client works the queues listed in its metadata.queues; it is live while its
+-- heartbeat is within the timeout (database clock).
 -- $1: heartbeats at most this many microseconds old count as live
 WITH RECURSIVE live_state AS (
     SELECT s::{schema}.pgmill_job_state AS state
@@ -25,6 +27,11 @@ found_queue AS (
 with_jobs AS (
     SELECT DISTINCT f.queue AS name FROM found_queue AS f WHERE f.queue IS NOT NULL
 ),
+named AS (
+    SELECT w.name AS name FROM with_jobs AS w
+    UNION
+    SELECT q.name AS name FROM {schema}.pgmill_queue AS q
+),
 served AS (
     SELECT DISTINCT q.name AS name
     FROM {schema}.pgmill_client AS c
@@ -34,6 +41,7 @@ served AS (
     WHERE c.heartbeat_at >= now() - $1::bigint * interval '1 microsecond'
 )
 SELECT w.name AS name, r.name IS NOT NULL AS registered, r.paused_at AS paused_at,
+    EXISTS (SELECT 1 FROM served AS s WHERE s.name = w.name) AS served,
     (SELECT count(*) FROM {schema}.pgmill_job AS j
         WHERE j.state = 'available' AND j.queue = w.name) AS available,
     (SELECT count(*) FROM {schema}.pgmill_job AS j
@@ -56,7 +64,6 @@ SELECT w.name AS name, r.name IS NOT NULL AS registered, r.paused_at AS paused_a
             LIMIT 1
         ) AS o
     ) AS oldest_available_age_us
-FROM with_jobs AS w
+FROM named AS w
 LEFT JOIN {schema}.pgmill_queue AS r ON r.name = w.name
-WHERE NOT EXISTS (SELECT 1 FROM served AS s WHERE s.name = w.name)
 ORDER BY w.name
