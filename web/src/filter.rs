@@ -88,6 +88,23 @@ impl FilterQuery {
     }
 }
 
+/// `params` (any core parameters with `states`, `queues` and `kinds`) narrowed to `filter`.
+macro_rules! filtered {
+    ($filter:expr, $params:expr) => {{
+        let (filter, mut p) = ($filter, $params);
+        if let Some(s) = filter.state {
+            p = p.states([s]);
+        }
+        if let Some(q) = &filter.queue {
+            p = p.queues([q.clone()]);
+        }
+        if let Some(k) = &filter.kind {
+            p = p.kinds([k.clone()]);
+        }
+        p
+    }};
+}
+
 impl JobFilter {
     /// True when nothing is filtered.
     pub(crate) fn is_empty(&self) -> bool {
@@ -96,32 +113,12 @@ impl JobFilter {
 
     /// The core listing parameters for this filter.
     pub(crate) fn summary_params(&self) -> JobSummaryParams {
-        let mut p = JobSummaryParams::new();
-        if let Some(s) = self.state {
-            p = p.states([s]);
-        }
-        if let Some(q) = &self.queue {
-            p = p.queues([q.clone()]);
-        }
-        if let Some(k) = &self.kind {
-            p = p.kinds([k.clone()]);
-        }
-        p
+        filtered!(self, JobSummaryParams::new())
     }
 
     /// The core parameters of a bulk action on this filter.
     pub(crate) fn list_params(&self) -> JobListParams {
-        let mut p = JobListParams::new();
-        if let Some(s) = self.state {
-            p = p.states([s]);
-        }
-        if let Some(q) = &self.queue {
-            p = p.queues([q.clone()]);
-        }
-        if let Some(k) = &self.kind {
-            p = p.kinds([k.clone()]);
-        }
-        p
+        filtered!(self, JobListParams::new())
     }
 
     /// The filter's query string (without `?`), with `before` when given.
