@@ -28,6 +28,7 @@ queries! {
     ClientDelete => "client/client_delete.sql",
     ClientHeartbeat => "client/client_heartbeat.sql",
     ClientList => "client/client_list.sql",
+    ClientNextTimeout => "client/client_next_timeout.sql",
     ClientRegister => "client/client_register.sql",
     JobDeleteFinalized => "job/job_delete_finalized.sql",
     JobGetRunningClients => "job/job_get_running_clients.sql",

@@ -8,7 +8,7 @@
 //! period before rescuing jobs of clients without a row, could hand them to someone else.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -31,6 +31,29 @@ const RECOVERY_WINDOW: Duration = Duration::from_secs(3);
 /// Default interval between heartbeats.
 pub(crate) const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(3);
 
+/// When the client's last successful heartbeat was sent, on the monotonic clock (the client's
+/// start until one succeeds). The elector reads it: a leader whose heartbeat stopped landing steps
+/// down before followers, who see its row's heartbeat age, may take its lease over.
+#[derive(Debug)]
+pub(crate) struct LastBeat(Mutex<Instant>);
+
+impl LastBeat {
+    /// Starts at now.
+    pub(crate) fn new() -> Self {
+        LastBeat(Mutex::new(Instant::now()))
+    }
+
+    /// The send time of the last successful heartbeat.
+    pub(crate) fn get(&self) -> Instant {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record(&self, sent: Instant) {
+        let mut last = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *last = (*last).max(sent);
+    }
+}
+
 /// Keeps the client's liveness row, and recovers its in-flight jobs after a restart or failover.
 #[derive(Clone)]
 pub(crate) struct Heartbeat<D: Driver> {
@@ -41,11 +64,12 @@ pub(crate) struct Heartbeat<D: Driver> {
     queues: Vec<String>,
     interval: Duration,
     in_flight: Arc<InFlight>,
+    last_beat: Arc<LastBeat>,
 }
 
 impl<D: Driver> Heartbeat<D> {
     /// A heartbeat for `client_id`, which works `queues`, every `interval`, covering the jobs in
-    /// `in_flight`.
+    /// `in_flight`, and recording each success in `last_beat`.
     pub(crate) fn new(
         driver: D,
         schema: Schema,
@@ -53,6 +77,7 @@ impl<D: Driver> Heartbeat<D> {
         queues: Vec<String>,
         interval: Duration,
         in_flight: Arc<InFlight>,
+        last_beat: Arc<LastBeat>,
     ) -> Self {
         Heartbeat {
             driver,
@@ -61,6 +86,7 @@ impl<D: Driver> Heartbeat<D> {
             queues,
             interval,
             in_flight,
+            last_beat,
         }
     }
 
@@ -73,8 +99,10 @@ impl<D: Driver> Heartbeat<D> {
             // at least RECOVERY_WINDOW, so the release's one-second margin for fresh fetches passes.
             let mut recovering: Option<(u32, Instant)> = None;
             loop {
+                let sent = Instant::now();
                 match with_timeout("heartbeat", self.beat(registered)).await {
                     Ok(restarted) => {
+                        self.last_beat.record(sent);
                         registered = true;
                         if restarted {
                             recovering = Some((3, Instant::now() + RECOVERY_WINDOW));

@@ -130,6 +130,10 @@ macro_rules! __conformance_cases {
                 five_clients_never_overlap_and_a_dead_leader_is_replaced,
                 a_cut_off_leader_steps_down_before_its_lease_ends,
             }
+            rescue {
+                a_killed_leaders_jobs_are_rescued_before_its_lease_ends,
+                rescued_and_released_jobs_keep_their_place_in_the_queue,
+            }
             maintenance {
                 jobs_of_a_killed_worker_are_rescued,
                 live_jobs_are_rescued_only_past_the_hard_deadline,

@@ -1,6 +1,7 @@
 -- Running jobs attributed to this client under a claim it neither runs nor is recording become
 -- available again, their attempt given back and their fencing token cleared (so a late outcome of
--- that claim matches nothing), with the reason recorded. They arise after a database restart or
+-- that claim matches nothing), with the reason recorded; each keeps its scheduled time and
+-- priority, so its place in its queue. They arise after a database restart or
 -- failover that lost recent commits (an outcome lost), or a fetch whose claim committed but whose
 -- reply was lost with the connection or came too late. Jobs attempted within the last second are
 -- left alone: this client may still be registering a fetch that just committed (releasing one
@@ -12,7 +13,6 @@ UPDATE {schema}.pgmill_job AS j
 SET state = 'available',
     attempt = greatest(j.attempt - 1, 0),
     claim_token = NULL,
-    scheduled_at = now(),
     errors = array_append(j.errors, jsonb_build_object(
         'attempt', j.attempt, 'at', now(), 'panic', false,
         'error', 'released: this attempt was orphaned by a lost connection, restart or failover'))

@@ -2,7 +2,8 @@
 -- (the caller passes the clients it has seen missing for longer than the grace period), or the
 -- job ran past its hard deadline. Each becomes available again (or discarded when out of
 -- attempts), with the reason recorded and its fencing token cleared, so the rescued claim's late
--- outcome matches nothing. Returns what it did per job.
+-- outcome matches nothing. A rescued job keeps its scheduled time and priority, so it keeps its
+-- place in its queue instead of waiting behind the backlog. Returns what it did per job.
 -- $1: heartbeats older than this many microseconds mean the client is dead
 -- $2: ids of clients whose rows have been missing past the grace period
 -- $3: running longer than this many microseconds is past the hard deadline
@@ -31,7 +32,6 @@ WITH stuck AS (
 UPDATE {schema}.pgmill_job AS j
 SET state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END::{schema}.pgmill_job_state,
     finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
-    scheduled_at = CASE WHEN j.attempt >= j.max_attempts THEN j.scheduled_at ELSE now() END,
     claim_token = NULL,
     errors = array_append(j.errors, jsonb_build_object(
         'attempt', j.attempt, 'at', now(), 'panic', false,

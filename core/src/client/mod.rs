@@ -28,7 +28,7 @@ use crate::elector::Elector;
 use crate::engine_metrics::MetricsSink;
 use crate::error::Result;
 use crate::event::{EventSender, Subscription};
-use crate::heartbeat::Heartbeat;
+use crate::heartbeat::{Heartbeat, LastBeat};
 use crate::in_flight::InFlight;
 use crate::inserter::{Inserter, due_queues};
 use crate::job::{JobRow, JobState};
@@ -314,7 +314,11 @@ impl<D: Driver> Client<D> {
         let mut background = Vec::new();
         if !cfg.queues.is_empty() {
             let kick = Arc::new(Notify::new());
-            background.push(self.start_leadership(Arc::clone(&kick)).await?);
+            let last_beat = Arc::new(LastBeat::new());
+            background.push(
+                self.start_leadership(Arc::clone(&kick), Arc::clone(&last_beat))
+                    .await?,
+            );
             if !self.poll_only() {
                 let router = NotificationRouter::new(
                     inner.queues.clone(),
@@ -338,6 +342,7 @@ impl<D: Driver> Client<D> {
                 cfg.queues.keys().cloned().collect(),
                 cfg.heartbeat_interval,
                 Arc::clone(&inner.in_flight),
+                last_beat,
             );
             background.push(
                 spawn_supervised("heartbeat", backoff, move |stop| {
@@ -357,7 +362,11 @@ impl<D: Driver> Client<D> {
     }
 
     /// Starts the elector and the services that run while this client leads.
-    async fn start_leadership(&self, kick: Arc<Notify>) -> Result<Service> {
+    async fn start_leadership(
+        &self,
+        kick: Arc<Notify>,
+        last_beat: Arc<LastBeat>,
+    ) -> Result<Service> {
         let inner = &self.inner;
         let cfg = &inner.config;
         let elector = Elector::new(
@@ -368,7 +377,8 @@ impl<D: Driver> Client<D> {
             Arc::clone(&inner.is_leader),
             kick,
             inner.metrics.clone(),
-        );
+        )
+        .with_heartbeat(last_beat, cfg.rescuer.client_timeout);
         let maintainer = QueueMaintainer::new(
             inner.driver.clone(),
             cfg.schema.clone(),

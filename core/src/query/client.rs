@@ -30,6 +30,14 @@ pub(crate) fn client_register(
         .bind(serde_json::json!({ "queues": queues }))
 }
 
+/// How long until the next live client's heartbeat is older than `timeout`, in microseconds
+/// (`micros_left`; NULL when no client is live).
+pub(crate) fn client_next_timeout(schema: &Schema, timeout: TimeDelta) -> Statement {
+    schema
+        .statement(Query::ClientNextTimeout)
+        .bind(micros(timeout))
+}
+
 pub(crate) fn client_delete(schema: &Schema, id: &str) -> Statement {
     schema.statement(Query::ClientDelete).bind(id)
 }

@@ -30,11 +30,40 @@ impl FromRow for LeaderRow {
     }
 }
 
-pub(crate) fn leader_attempt_elect(schema: &Schema, id: &str, lease: TimeDelta) -> Statement {
+/// The term after an election attempt: won, or the current one with how long until it could be
+/// taken over.
+#[derive(Debug, Clone)]
+pub(crate) struct ElectionRow {
+    pub(crate) term: LeaderRow,
+    pub(crate) elected: bool,
+    /// Until the term expires or its leader's heartbeat times out, whichever is first (negative:
+    /// already; `None`: unknown).
+    pub(crate) wait_us: Option<i64>,
+}
+
+impl FromRow for ElectionRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(ElectionRow {
+            elected: row.take("elected")?,
+            wait_us: row.take("wait_us")?,
+            term: LeaderRow::from_row(row)?,
+        })
+    }
+}
+
+/// Stands `id` for election with a lease of `lease`; a leader whose heartbeat is older than
+/// `leader_timeout` is taken over before its lease ends.
+pub(crate) fn leader_attempt_elect(
+    schema: &Schema,
+    id: &str,
+    lease: TimeDelta,
+    leader_timeout: TimeDelta,
+) -> Statement {
     schema
         .statement(Query::LeaderAttemptElect)
         .bind(id)
         .bind(micros(lease))
+        .bind(micros(leader_timeout))
 }
 
 pub(crate) fn leader_attempt_reelect(

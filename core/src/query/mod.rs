@@ -12,7 +12,9 @@ mod queue;
 mod queue_activity;
 
 pub use client::ClientRow;
-pub(crate) use client::{client_delete, client_heartbeat, client_list, client_register};
+pub(crate) use client::{
+    client_delete, client_heartbeat, client_list, client_next_timeout, client_register,
+};
 pub(crate) use job::{
     ClientIdRow, CopyShape, FetchPosition, IdRow, QueueCountRow, RescuedRow, SetStateParams,
     SetStateResult, job_cancel, job_copy_available, job_delete, job_delete_finalized,
@@ -28,7 +30,9 @@ pub(crate) use job_bulk::{JobBulkRow, job_bulk, job_count};
 pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
 pub(crate) use job_summary::{job_list_newest, job_list_newest_page};
 pub use leader::LeaderRow;
-pub(crate) use leader::{leader_attempt_elect, leader_attempt_reelect, leader_get, leader_resign};
+pub(crate) use leader::{
+    ElectionRow, leader_attempt_elect, leader_attempt_reelect, leader_get, leader_resign,
+};
 pub use migration::MigrationRow;
 pub(crate) use migration::{
     migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,

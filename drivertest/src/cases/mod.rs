@@ -26,6 +26,7 @@ pub mod maintenance;
 pub mod migrator;
 pub mod periodic;
 pub mod producer_prefetch;
+pub mod rescue;
 pub mod row_decode;
 pub mod transaction;
 pub mod value_round_trip;
