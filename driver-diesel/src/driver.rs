@@ -88,6 +88,21 @@ impl DieselDriver {
         }
     }
 
+    /// Opens the listener's dedicated connection to `url` instead of the pool's database: behind
+    /// a transaction-mode pooler (PgBouncer's `pool_mode = transaction`), the URL of the database
+    /// itself, since a `LISTEN` sent through the pooler holds on to one server connection no
+    /// longer than a transaction. Nothing else needs changing there: every statement pgmill runs
+    /// through diesel is a `sql_query`, which diesel never caches and sends unnamed in one round
+    /// trip (`PQsendQueryParams`). See the "Behind a connection pooler" section of the README.
+    ///
+    /// # Errors
+    ///
+    /// None today; the signature matches the other drivers', which parse the URL.
+    pub fn with_listener_url(mut self, url: &str) -> Result<Self> {
+        self.url = url.into();
+        Ok(self)
+    }
+
     /// The underlying pool.
     pub fn pool(&self) -> &Pool {
         &self.pool

@@ -67,6 +67,68 @@ fn host_transaction_blocking(url: &str, work: &HostWork) -> pgmill::Result<HostD
 
 pgmill_drivertest::conformance_suite!(Harness);
 
+/// The engine behind a transaction-mode PgBouncer.
+mod through_pgbouncer {
+    use pgmill_driver_diesel::DieselDriver;
+    use pgmill_drivertest::{HostDone, HostWork};
+
+    struct Harness;
+
+    impl pgmill_drivertest::Harness for Harness {
+        type Driver = DieselDriver;
+        const REPORTS_EVERY_SQLSTATE: bool = false;
+        const TYPES_NULL_COLUMNS: bool = false;
+
+        fn url() -> String {
+            pgmill_drivertest::pgbouncer_url()
+        }
+
+        async fn connect(url: &str, max_connections: u32) -> pgmill::Result<DieselDriver> {
+            DieselDriver::connect(url, max_connections)
+                .await?
+                .with_listener_url(&pgmill_drivertest::testdb::url())
+        }
+
+        async fn run_host_transaction(url: &str, work: HostWork) -> pgmill::Result<HostDone> {
+            <super::Harness as pgmill_drivertest::Harness>::run_host_transaction(url, work).await
+        }
+    }
+
+    pgmill_drivertest::pooler_suite!(Harness);
+
+    /// Through the pooler with no listener at all: the client works in poll-only mode.
+    mod poll_only {
+        use pgmill_drivertest::{HostDone, HostWork, PollOnly};
+
+        struct Harness;
+
+        impl pgmill_drivertest::Harness for Harness {
+            type Driver = PollOnly<super::DieselDriver>;
+            const REPORTS_EVERY_SQLSTATE: bool = false;
+            const TYPES_NULL_COLUMNS: bool = false;
+
+            fn url() -> String {
+                pgmill_drivertest::pgbouncer_url()
+            }
+
+            async fn connect(url: &str, max_connections: u32) -> pgmill::Result<Self::Driver> {
+                Ok(PollOnly::new(
+                    super::DieselDriver::connect(url, max_connections).await?,
+                ))
+            }
+
+            async fn run_host_transaction(url: &str, work: HostWork) -> pgmill::Result<HostDone> {
+                <super::super::Harness as pgmill_drivertest::Harness>::run_host_transaction(
+                    url, work,
+                )
+                .await
+            }
+        }
+
+        pgmill_drivertest::pooler_poll_only_suite!(Harness);
+    }
+}
+
 /// Behaviours of this driver beyond the shared suite.
 mod diesel_driver {
     use std::time::Duration;

@@ -8,6 +8,9 @@ use crate::error::db_error;
 use crate::executor::{SqlxConnection, SqlxExecutor};
 use crate::listener::SqlxListener;
 
+/// How many listeners [`SqlxDriver::with_listener_url`]'s connections serve at once.
+const LISTENER_CONNECTIONS: u32 = 8;
+
 /// pgmill's driver for sqlx: a cheap-to-clone handle over a [`PgPool`].
 ///
 /// The engine checks connections out of the pool for its own work, and takes one more out of it
@@ -31,12 +34,51 @@ use crate::listener::SqlxListener;
 #[derive(Debug, Clone)]
 pub struct SqlxDriver {
     pool: PgPool,
+    /// Where the listener connects, when not to the pool's database.
+    listener_pool: Option<PgPool>,
+    unnamed: bool,
 }
 
 impl SqlxDriver {
     /// Wraps an existing pool, usually the one the application already uses.
     pub fn new(pool: PgPool) -> Self {
-        SqlxDriver { pool }
+        SqlxDriver {
+            pool,
+            listener_pool: None,
+            unnamed: false,
+        }
+    }
+
+    /// Runs every statement on pooled connections unnamed, with no prepared statement cache,
+    /// and each statement outside a transaction in a transaction of its own
+    /// ([`SqlxExecutor::unnamed`]): the setting for a transaction-mode pooler (PgBouncer's
+    /// `pool_mode = transaction`). It costs a parse and plan per statement and two round trips
+    /// (`BEGIN`, `COMMIT`) per statement outside a transaction.
+    ///
+    /// Combine it with [`SqlxDriver::with_listener_url`] (notifications need a direct
+    /// connection) or run the client in poll-only mode (`Config::poll_only`). See the
+    /// "Behind a connection pooler" section of the README.
+    pub fn unnamed_statements(mut self) -> Self {
+        self.unnamed = true;
+        self
+    }
+
+    /// Opens the listener's dedicated connection to `url` instead of taking it out of the pool:
+    /// behind a transaction-mode pooler, the URL of the database itself (a `LISTEN` sent through
+    /// the pooler holds on to one server connection no longer than a transaction). The
+    /// connection is opened when the listener starts; up to 8 clients on this driver can each
+    /// hold one.
+    ///
+    /// # Errors
+    ///
+    /// The error of parsing `url`, as a [`pgmill::DbError`].
+    pub fn with_listener_url(mut self, url: &str) -> Result<Self> {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(LISTENER_CONNECTIONS)
+            .connect_lazy(url)
+            .map_err(db_error)?;
+        self.listener_pool = Some(pool);
+        Ok(self)
     }
 
     /// Connects a pool of up to `max_connections` to `url`.
@@ -75,11 +117,8 @@ impl Driver for SqlxDriver {
     type Listener = SqlxListener;
 
     async fn acquire(&self) -> Result<SqlxConnection> {
-        self.pool
-            .acquire()
-            .await
-            .map(SqlxExecutor::new)
-            .map_err(db_error)
+        let conn = SqlxExecutor::new(self.pool.acquire().await.map_err(db_error)?);
+        Ok(if self.unnamed { conn.unnamed() } else { conn })
     }
 
     fn discard(&self, conn: SqlxConnection) {
@@ -92,6 +131,6 @@ impl Driver for SqlxDriver {
     }
 
     async fn listener(&self) -> Result<SqlxListener> {
-        SqlxListener::connect(&self.pool).await
+        SqlxListener::connect(self.listener_pool.as_ref().unwrap_or(&self.pool)).await
     }
 }

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use pgmill::driver::{CopyChunks, CopyIn, Executor, Row, Statement, Transaction};
 use pgmill::{DbError, DbErrorKind, Result};
 use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgQueryResult;
 use sqlx::{AssertSqlSafe, Connection as _, PgConnection, Postgres};
 
 use crate::codec::{bound, decode_rows};
@@ -37,7 +38,19 @@ pub(crate) const MIN_COPY_ROWS: usize = 5_000;
 /// - `SqlxExecutor<&mut PgConnection>`: the application's own connection or transaction, borrowed
 ///   by [`PgConnectionExt::pgmill`] for as long as the executor lives.
 #[derive(Debug)]
-pub struct SqlxExecutor<C>(C, CopyState);
+pub struct SqlxExecutor<C>(C, CopyState, Statements);
+
+/// How an executor runs statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Statements {
+    /// Prepared once per connection and kept in sqlx's statement cache (sqlx's default).
+    Cached,
+    /// Unnamed (`persistent(false)`), and outside a transaction each in a transaction of its
+    /// own: for a transaction-mode pooler. sqlx parses an unnamed statement in one round trip
+    /// and binds it in the next; outside a transaction a pooler may send the second to another
+    /// server connection, where the unnamed statement is missing or another client's.
+    Unnamed,
+}
 
 /// A connection checked out of the [`SqlxDriver`](crate::SqlxDriver)'s pool, returned to it on
 /// drop.
@@ -48,7 +61,36 @@ pub type SqlxTransaction<'t> = SqlxExecutor<sqlx::Transaction<'t, Postgres>>;
 
 impl<C> SqlxExecutor<C> {
     pub(crate) fn new(conn: C) -> Self {
-        SqlxExecutor(conn, CopyState::default())
+        SqlxExecutor(conn, CopyState::default(), Statements::Cached)
+    }
+
+    /// This executor with every statement unnamed (no prepared statement cache) and, outside a
+    /// transaction, each statement in a transaction of its own: the setting for a
+    /// transaction-mode pooler (PgBouncer's `pool_mode = transaction`). The driver's pooled
+    /// connections get it from [`SqlxDriver::unnamed_statements`](crate::SqlxDriver::unnamed_statements);
+    /// on the application's own transaction behind such a pooler, insert through
+    /// `tx.pgmill().unnamed()`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use pgmill::{Inserter, JobArgs, Schema};
+    /// use pgmill_driver_sqlx::PgConnectionExt;
+    /// # #[derive(serde::Serialize, serde::Deserialize)]
+    /// # struct SendEmail;
+    /// # impl JobArgs for SendEmail { const KIND: &'static str = "send_email"; }
+    ///
+    /// # async fn run(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
+    /// let inserter = Inserter::new(Schema::public());
+    /// let mut tx = pool.begin().await?;
+    /// inserter.insert(&mut tx.pgmill().unnamed(), SendEmail).await?;
+    /// tx.commit().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn unnamed(mut self) -> Self {
+        self.2 = Statements::Unnamed;
+        self
     }
 
     /// Unwraps the sqlx connection (or transaction).
@@ -97,6 +139,16 @@ impl CopyState {
     }
 }
 
+impl<C> SqlxExecutor<C>
+where
+    C: DerefMut<Target = PgConnection> + Send,
+{
+    /// True for an unnamed statement outside a transaction (see [`Statements::Unnamed`]).
+    fn needs_own_transaction(&self) -> bool {
+        self.2 == Statements::Unnamed && !self.0.is_in_transaction()
+    }
+}
+
 impl<C> Executor for SqlxExecutor<C>
 where
     C: DerefMut<Target = PgConnection> + Send,
@@ -108,18 +160,31 @@ where
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
         self.1.check()?;
-        let done = bound(stmt)?.execute(&mut *self.0).await.map_err(db_error)?;
+        let query = bound(stmt)?.persistent(self.2 == Statements::Cached);
+        let done: PgQueryResult = if self.needs_own_transaction() {
+            let mut tx = self.0.begin().await.map_err(db_error)?;
+            let done = query.execute(&mut *tx).await.map_err(db_error)?;
+            tx.commit().await.map_err(db_error)?;
+            done
+        } else {
+            query.execute(&mut *self.0).await.map_err(db_error)?
+        };
         Ok(done.rows_affected())
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
         self.1.check()?;
+        let query = bound(stmt)?.persistent(self.2 == Statements::Cached);
         // All rows are fetched before decoding, so a column that fails to decode never leaves a
         // half-read result on the connection.
-        let rows = bound(stmt)?
-            .fetch_all(&mut *self.0)
-            .await
-            .map_err(db_error)?;
+        let rows = if self.needs_own_transaction() {
+            let mut tx = self.0.begin().await.map_err(db_error)?;
+            let rows = query.fetch_all(&mut *tx).await.map_err(db_error)?;
+            tx.commit().await.map_err(db_error)?;
+            rows
+        } else {
+            query.fetch_all(&mut *self.0).await.map_err(db_error)?
+        };
         decode_rows(&rows)
     }
 
@@ -136,7 +201,7 @@ where
     async fn begin(&mut self) -> Result<SqlxTransaction<'_>> {
         self.1.check()?;
         let tx = self.0.begin().await.map_err(db_error)?;
-        Ok(SqlxExecutor(tx, self.1.clone()))
+        Ok(SqlxExecutor(tx, self.1.clone(), self.2))
     }
 
     fn supports_copy(&self) -> bool {

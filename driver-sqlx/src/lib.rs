@@ -60,6 +60,10 @@
 //! Errors come back as [`pgmill::Error`] with the SQLSTATE kept; a killed backend or a dropped
 //! socket reports [`pgmill::Error::is_connection_lost`].
 //!
+//! Behind a transaction-mode pooler (PgBouncer's `pool_mode = transaction`), build the driver
+//! with [`SqlxDriver::unnamed_statements`] and [`SqlxDriver::with_listener_url`], and insert in
+//! your own transactions through [`SqlxExecutor::unnamed`] (`tx.pgmill().unnamed()`).
+//!
 //! The listener takes one connection out of the pool for as long as it lives (sqlx's
 //! `PgListener::connect_with`), so give the pool one connection more than the engine's workers
 //! need.

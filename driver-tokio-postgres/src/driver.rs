@@ -9,7 +9,7 @@ use pgmill::{Error, Result};
 use tokio_postgres::{Config, NoTls};
 
 use crate::error::pool_error;
-use crate::executor::TokioPostgresConnection;
+use crate::executor::{Statements, TokioPostgresConnection};
 use crate::listener::TokioPostgresListener;
 
 /// pgmill's driver for tokio-postgres: a cheap-to-clone handle over a `deadpool_postgres::Pool`.
@@ -36,6 +36,7 @@ use crate::listener::TokioPostgresListener;
 pub struct TokioPostgresDriver {
     pool: Pool,
     listener_config: Arc<Config>,
+    statements: Statements,
 }
 
 impl TokioPostgresDriver {
@@ -81,7 +82,37 @@ impl TokioPostgresDriver {
         TokioPostgresDriver {
             pool,
             listener_config: Arc::new(listener_config),
+            statements: Statements::Cached,
         }
+    }
+
+    /// Runs every statement on pooled connections unnamed, in one round trip each
+    /// (`query_typed`), with no prepared statement cache, and every COPY in a transaction of its
+    /// own: the setting for a transaction-mode pooler (PgBouncer's `pool_mode = transaction`),
+    /// where a named statement prepared on one server connection is missing (or another's) on the
+    /// next. Each statement is then parsed and planned on every call.
+    ///
+    /// Combine it with [`TokioPostgresDriver::with_listener_url`] (notifications need a direct
+    /// connection) or run the client in poll-only mode (`Config::poll_only`). See the
+    /// "Behind a connection pooler" section of the README.
+    pub fn unnamed_statements(mut self) -> Self {
+        self.statements = Statements::Unnamed;
+        self
+    }
+
+    /// Opens the listener's dedicated connection to `url` instead of the pool's database: behind
+    /// a transaction-mode pooler, the URL of the database itself (a `LISTEN` sent through the
+    /// pooler holds on to one server connection no longer than a transaction).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidConfig`] when `url` does not parse.
+    pub fn with_listener_url(mut self, url: &str) -> Result<Self> {
+        let config: Config = url
+            .parse()
+            .map_err(|e| Error::InvalidConfig(format!("invalid Postgres URL: {e}")))?;
+        self.listener_config = Arc::new(config);
+        Ok(self)
     }
 
     /// The pool the engine checks connections out of.
@@ -104,7 +135,7 @@ impl Driver for TokioPostgresDriver {
 
     async fn acquire(&self) -> Result<TokioPostgresConnection> {
         let object = self.pool.get().await.map_err(pool_error)?;
-        Ok(TokioPostgresConnection::new(object))
+        Ok(TokioPostgresConnection::new(object, self.statements))
     }
 
     fn discard(&self, conn: TokioPostgresConnection) {

@@ -28,11 +28,22 @@ const COPY_CHUNK_BYTES: usize = 1 << 20;
 /// Returned to the pool when dropped. Use [`TokioPostgresConnection::into_inner`] to reach the
 /// deadpool object (and through it the `tokio_postgres::Client`).
 #[derive(Debug)]
-pub struct TokioPostgresConnection(Object);
+pub struct TokioPostgresConnection(Object, Statements);
+
+/// How a pooled connection runs statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Statements {
+    /// Prepared once per connection, kept in deadpool's cache.
+    Cached,
+    /// Unnamed, each in one round trip (`query_typed`), and every COPY in a transaction of its
+    /// own: for a transaction-mode pooler, where consecutive round trips outside a transaction
+    /// may reach different server connections.
+    Unnamed,
+}
 
 impl TokioPostgresConnection {
-    pub(crate) fn new(object: Object) -> Self {
-        TokioPostgresConnection(object)
+    pub(crate) fn new(object: Object, statements: Statements) -> Self {
+        TokioPostgresConnection(object, statements)
     }
 
     /// The pooled deadpool object; it goes back to the pool when dropped.
@@ -42,6 +53,10 @@ impl TokioPostgresConnection {
 
     fn client(&self) -> &Client {
         &self.0
+    }
+
+    fn client_mut(&mut self) -> &mut Client {
+        &mut self.0
     }
 
     /// The statement prepared once per connection and kept in deadpool's cache, with its
@@ -68,6 +83,11 @@ impl Executor for TokioPostgresConnection {
         Self: 't;
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
+        if self.1 == Statements::Unnamed {
+            return TokioPostgresExecutor::new(self.client_mut())
+                .execute(stmt)
+                .await;
+        }
         let (prepared, params) = self.prepare(stmt).await?;
         self.client()
             .execute(&prepared, &params.values())
@@ -76,6 +96,11 @@ impl Executor for TokioPostgresConnection {
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
+        if self.1 == Statements::Unnamed {
+            return TokioPostgresExecutor::new(self.client_mut())
+                .query(stmt)
+                .await;
+        }
         let (prepared, params) = self.prepare(stmt).await?;
         let rows = self
             .client()
@@ -91,8 +116,7 @@ impl Executor for TokioPostgresConnection {
 
     async fn begin(&mut self) -> Result<TokioPostgresTransaction<'_>> {
         // deadpool's `ClientWrapper::transaction` returns its own wrapper; take tokio-postgres's.
-        let client: &mut Client = &mut self.0;
-        let tx = client.transaction().await.map_err(db_error)?;
+        let tx = self.client_mut().transaction().await.map_err(db_error)?;
         Ok(TokioPostgresExecutor(tx))
     }
 
@@ -101,10 +125,24 @@ impl Executor for TokioPostgresConnection {
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
+        if self.1 == Statements::Unnamed {
+            // tokio-postgres prepares the COPY and runs it in two round trips: keep both on one
+            // server connection.
+            let mut tx = self.begin().await?;
+            let n = tx.copy_in(copy).await?;
+            tx.commit().await?;
+            return Ok(n);
+        }
         copy_in(self.client(), copy).await
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: CopyChunks) -> Result<u64> {
+        if self.1 == Statements::Unnamed {
+            let mut tx = self.begin().await?;
+            let n = tx.copy_in_stream(sql, data).await?;
+            tx.commit().await?;
+            return Ok(n);
+        }
         copy_in_stream(self.client(), sql, data).await
     }
 }

@@ -16,7 +16,9 @@
 //!
 //! On your own client, statements run with `query_typed` / `execute_typed`: one round trip, no
 //! named prepared statement, parameter types sent explicitly. Pooled connections prepare each of
-//! the engine's statements once and keep it in deadpool's cache. COPY is supported.
+//! the engine's statements once and keep it in deadpool's cache, unless
+//! [`TokioPostgresDriver::unnamed_statements`] says otherwise (behind a transaction-mode pooler
+//! such as PgBouncer; see also [`TokioPostgresDriver::with_listener_url`]). COPY is supported.
 //!
 //! # Quick start: enqueue in your own transaction
 //!

@@ -57,3 +57,64 @@ mod tokio_postgres_driver {
         tx.rollback().await.expect("rollback");
     }
 }
+
+/// The engine behind a transaction-mode PgBouncer.
+mod through_pgbouncer {
+    use pgmill_driver_tokio_postgres::TokioPostgresDriver;
+    use pgmill_drivertest::{HostDone, HostWork};
+
+    struct Harness;
+
+    impl pgmill_drivertest::Harness for Harness {
+        type Driver = TokioPostgresDriver;
+
+        fn url() -> String {
+            pgmill_drivertest::pgbouncer_url()
+        }
+
+        async fn connect(url: &str, max_connections: u32) -> pgmill::Result<TokioPostgresDriver> {
+            TokioPostgresDriver::connect(url, max_connections)
+                .await?
+                .unnamed_statements()
+                .with_listener_url(&pgmill_drivertest::testdb::url())
+        }
+
+        async fn run_host_transaction(url: &str, work: HostWork) -> pgmill::Result<HostDone> {
+            <super::Harness as pgmill_drivertest::Harness>::run_host_transaction(url, work).await
+        }
+    }
+
+    pgmill_drivertest::pooler_suite!(Harness);
+
+    /// Through the pooler with no listener at all: the client works in poll-only mode.
+    mod poll_only {
+        use pgmill_drivertest::{HostDone, HostWork, PollOnly};
+
+        struct Harness;
+
+        impl pgmill_drivertest::Harness for Harness {
+            type Driver = PollOnly<super::TokioPostgresDriver>;
+
+            fn url() -> String {
+                pgmill_drivertest::pgbouncer_url()
+            }
+
+            async fn connect(url: &str, max_connections: u32) -> pgmill::Result<Self::Driver> {
+                Ok(PollOnly::new(
+                    super::TokioPostgresDriver::connect(url, max_connections)
+                        .await?
+                        .unnamed_statements(),
+                ))
+            }
+
+            async fn run_host_transaction(url: &str, work: HostWork) -> pgmill::Result<HostDone> {
+                <super::super::Harness as pgmill_drivertest::Harness>::run_host_transaction(
+                    url, work,
+                )
+                .await
+            }
+        }
+
+        pgmill_drivertest::pooler_poll_only_suite!(Harness);
+    }
+}

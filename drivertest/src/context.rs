@@ -18,13 +18,13 @@ pub struct TestContext<D: Driver> {
 }
 
 impl<D: Driver> TestContext<D> {
-    /// Connects the harness's driver and creates a fresh, empty schema.
+    /// Connects the harness's driver to [`Harness::url`] and creates a fresh, empty schema.
     ///
     /// # Panics
     ///
     /// When the database cannot be reached: tests fail loudly.
     pub async fn new<H: Harness<Driver = D>>() -> Self {
-        Self::on::<H>(testdb::url()).await
+        Self::on::<H>(H::url()).await
     }
 
     /// Like [`TestContext::new`], on the database at `url` (e.g. a private [`Cluster`](crate::testdb::Cluster)).

@@ -27,6 +27,13 @@ pub trait Harness: Send + Sync + 'static {
     /// mid-way, and the driver reports it lost instead (sqlx 0.9 leaves the protocol out of step).
     const REUSES_CONNECTION_AFTER_DROPPED_COPY: bool = true;
 
+    /// The database the cases run against: [`testdb::url`](crate::testdb::url) (`DATABASE_URL`
+    /// or the process's throwaway cluster) unless the harness says otherwise, as the pooler runs
+    /// do ([`pgbouncer_url`](crate::pgbouncer_url)).
+    fn url() -> String {
+        crate::testdb::url()
+    }
+
     /// Builds the driver over a fresh pool (at most `max_connections`) connected to `url`.
     fn connect(
         url: &str,

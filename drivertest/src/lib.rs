@@ -30,12 +30,14 @@ mod eventually;
 mod harness;
 pub mod log_capture;
 pub mod metrics_probe;
+mod pooler;
 pub mod scripted;
 
 pub use context::{TestContext, migrated};
 pub use eventually::eventually;
 pub use harness::{Harness, HostDone, HostWork, harness_error};
 pub use pgmill_testdb as testdb;
+pub use pooler::{PollOnly, pgbouncer_url};
 
 #[doc(hidden)]
 pub mod __private {
@@ -49,6 +51,100 @@ pub mod __private {
 macro_rules! conformance_suite {
     ($harness:ty) => {
         $crate::__conformance_cases! { [$crate::__conformance_modules] $harness }
+    };
+}
+
+/// Expands to one `#[tokio::test]` per case of the pooler run: the engine (inserts in the
+/// application's transaction, work, retries, stops, leadership, maintenance, pause and resume)
+/// and the driver primitives it rests on, on `$harness`, whose [`Harness::url`] is a
+/// transaction-mode PgBouncer ([`pgbouncer_url`]).
+///
+/// Cases that kill backends by name, restart the server or read session state are left out: a
+/// pooler's server connections are not the client's.
+#[macro_export]
+macro_rules! pooler_suite {
+    ($harness:ty) => {
+        $crate::__pooler_cases! { [$crate::__conformance_modules] $harness }
+    };
+}
+
+/// Expands to the cases of the pooler run that need no listener: for a driver built through the
+/// pooler without a direct listener connection, so that the client works in poll-only mode.
+#[macro_export]
+macro_rules! pooler_poll_only_suite {
+    ($harness:ty) => {
+        $crate::__pooler_poll_only_cases! { [$crate::__conformance_modules] $harness }
+    };
+}
+
+/// The cases of [`pooler_suite!`], in the list format of `__conformance_cases!`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __pooler_cases {
+    ([$($callback:tt)*] $($args:tt)*) => {
+        $($callback)*! { $($args)*;
+            client_work {
+                retry_then_success, attempts_exhausted_are_discarded_with_every_error,
+                snooze_runs_again_without_using_an_attempt, timeout_drops_the_work_and_is_recorded,
+                completion_inside_the_worker_transaction,
+            }
+            client_insert {
+                rolled_back_host_insert_never_runs, committed_host_insert_runs_once,
+                insert_many_returns_rows_in_input_order,
+                bulk_insert_of_ten_thousand_jobs_runs_each_once,
+                single_insert_keeps_every_option, enqueue_needs_only_an_executor,
+            }
+            client_stop {
+                ten_thousand_jobs_over_three_queues_run_exactly_once,
+                two_clients_share_work_without_running_a_job_twice,
+                hard_stop_interrupts_and_gives_back_the_attempt,
+            }
+            client_notify {
+                insert_notification_wakes_an_idle_producer,
+                rolled_back_insert_sends_no_notification,
+            }
+            client_control {
+                pause_stops_fetching_and_resume_restarts,
+                cancel_a_running_job_from_another_process,
+            }
+            leadership { a_lone_client_leads_and_resigns_on_stop, resignation_hands_over_at_once }
+            maintenance {
+                live_jobs_are_rescued_only_past_the_hard_deadline,
+                cleaner_deletes_finalized_jobs_past_retention,
+            }
+            job_scheduler { due_jobs_become_available_and_keep_their_time }
+            periodic { each_tick_is_enqueued_once_with_several_clients }
+            transaction {
+                commit_makes_rows_visible_to_others, rollback_discards_rows,
+                savepoint_rollback_keeps_outer_work, error_then_rollback_leaves_connection_usable,
+            }
+            host_transaction { committed_statements_are_visible, rolled_back_statements_are_gone }
+            copy_in {
+                ten_thousand_rows_are_copied_or_inserted_by_fallback,
+                copy_in_a_transaction_commits_or_rolls_back_with_it,
+            }
+            migrator { up_creates_every_table, two_migrators_racing_apply_each_version_once }
+            error_sqlstate { unique_violation_keeps_its_sqlstate, aborted_transaction_keeps_its_sqlstate }
+            value_round_trip { jsonb_round_trips_nested_values, fifty_parameters_bind_in_order }
+        }
+    };
+}
+
+/// The cases of [`pooler_poll_only_suite!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __pooler_poll_only_cases {
+    ([$($callback:tt)*] $($args:tt)*) => {
+        $($callback)*! { $($args)*;
+            client_work { retry_then_success }
+            client_insert { committed_host_insert_runs_once }
+            client_notify { poll_only_mode_works_by_polling }
+            client_control {
+                pause_stops_fetching_and_resume_restarts, pause_all_and_start_paused,
+                cancel_a_running_job_from_another_process,
+            }
+            leadership { a_lone_client_leads_and_resigns_on_stop }
+        }
     };
 }
 

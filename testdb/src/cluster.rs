@@ -236,7 +236,7 @@ fn find_bin_dir() -> Result<PathBuf, Error> {
     candidates.pop().map(|(_, p)| p).ok_or(Error::NotInstalled)
 }
 
-fn running_as_root() -> bool {
+pub(crate) fn running_as_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -247,7 +247,7 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
-fn chown_postgres(dir: &Path) -> Result<(), Error> {
+pub(crate) fn chown_postgres(dir: &Path) -> Result<(), Error> {
     let status = Command::new("chown")
         .arg("postgres:postgres")
         .arg(dir)
@@ -289,7 +289,7 @@ fn spawn_watchdog(c: &Cluster) {
 }
 
 /// A suffix no other cluster of this process (or, by the clock, of another) uses.
-fn unique_suffix() -> String {
+pub(crate) fn unique_suffix() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)

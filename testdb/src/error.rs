@@ -11,6 +11,12 @@ pub enum Error {
          with `pg_config --bindir` and under /usr/lib/postgresql/*/bin)"
     )]
     NotInstalled,
+    /// No `pgbouncer` binary was found (on `PATH` or in `/usr/sbin`).
+    #[error(
+        "no PgBouncer for the pooler tests: install it (the Debian package `pgbouncer`; `.ci/run` \
+         installs it when missing)"
+    )]
+    PgBouncerNotInstalled,
     /// A PostgreSQL program (`initdb`, `pg_ctl`) or a system command failed.
     #[error("{program} failed: {message}")]
     Command {

@@ -8,6 +8,9 @@
 //! `runuser`. A watchdog process started beside the cluster stops and deletes it as soon as the
 //! process ends, whether the tests passed, failed or the process was killed.
 //!
+//! [`PgBouncer`] starts a private PgBouncer in transaction mode in front of a database, for the
+//! tests that run pgmill behind a pooler.
+//!
 //! Give each test its own schema ([`fresh_schema_name`]); with `DATABASE_URL` the watchdog drops
 //! the process's schemas at the end, so nothing is left behind. Tests that restart or kill
 //! Postgres start a private [`Cluster`] of their own.
@@ -36,8 +39,10 @@
 mod after_exit;
 mod cluster;
 mod error;
+mod pgbouncer;
 mod shared;
 
 pub use cluster::Cluster;
 pub use error::Error;
+pub use pgbouncer::PgBouncer;
 pub use shared::{DATABASE_URL, TEST_SCHEMA_PREFIX, fresh_schema_name, try_url, url};
