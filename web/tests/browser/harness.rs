@@ -126,17 +126,28 @@ impl Browser {
         self.c.goto(url).await.expect("page loads");
     }
 
-    /// The text of the first element matching `css`, waiting for it to appear.
+    /// The text of the first element matching `css`, waiting for it to appear. Live refresh can
+    /// replace the element between finding it and reading it: then it is found again, until
+    /// [`PATIENCE`] runs out.
     pub(crate) async fn text(&self, css: &str) -> String {
-        self.c
-            .wait()
-            .at_most(PATIENCE)
-            .for_element(Locator::Css(css))
-            .await
-            .unwrap_or_else(|e| panic!("no {css}: {e}"))
-            .text()
-            .await
-            .unwrap()
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            let element = self
+                .c
+                .wait()
+                .at_most(PATIENCE)
+                .for_element(Locator::Css(css))
+                .await
+                .unwrap_or_else(|e| panic!("no {css}: {e}"));
+            match element.text().await {
+                Ok(text) => return text,
+                Err(e) => assert!(
+                    std::time::Instant::now() < deadline,
+                    "cannot read {css}: {e}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Clicks the first element matching `css`. Live refresh re-renders parts of a page, so an
