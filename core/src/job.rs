@@ -166,7 +166,40 @@ pub struct JobRow {
 }
 
 impl FromRow for JobRow {
-    fn from_row(mut row: Row) -> Result<Self> {
+    fn from_row(row: Row) -> Result<Self> {
+        JobRow::decode(row, None)
+    }
+}
+
+impl JobRow {
+    /// Decodes a row of a claim (`job_get_available*.sql`), which leaves out what every job it
+    /// claims has in common: state `running`, no `finalized_at`, the claim's `queue`.
+    pub(crate) fn from_claimed_row(row: Row, queue: &str) -> Result<Self> {
+        JobRow::decode(row, Some(queue))
+    }
+
+    /// Decodes a whole row, or a claimed one (`claimed_in` its queue).
+    fn decode(mut row: Row, claimed_in: Option<&str>) -> Result<Self> {
+        // Read in the column order of the statements (`Row::take` looks from the last column).
+        let id = JobId(row.take("id")?);
+        let (state, queue) = match claimed_in {
+            Some(queue) => (JobState::Running, queue.to_owned()),
+            None => (row.take::<String>("state")?.parse()?, row.take("queue")?),
+        };
+        let kind = row.take("kind")?;
+        let args = row.take("args")?;
+        let metadata = row.take("metadata")?;
+        let priority = row.take("priority")?;
+        let attempt = row.take("attempt")?;
+        let max_attempts = row.take("max_attempts")?;
+        let attempted_at = row.take("attempted_at")?;
+        let attempted_by = row.take("attempted_by")?;
+        let created_at = row.take("created_at")?;
+        let scheduled_at = row.take("scheduled_at")?;
+        let finalized_at = match claimed_in {
+            Some(_) => None,
+            None => row.take("finalized_at")?,
+        };
         let errors: Vec<serde_json::Value> = row.take("errors")?;
         let errors = errors
             .into_iter()
@@ -175,20 +208,20 @@ impl FromRow for JobRow {
             })
             .collect::<Result<_>>()?;
         Ok(JobRow {
-            id: JobId(row.take("id")?),
-            state: row.take::<String>("state")?.parse()?,
-            queue: row.take("queue")?,
-            kind: row.take("kind")?,
-            args: row.take("args")?,
-            metadata: row.take("metadata")?,
-            priority: row.take("priority")?,
-            attempt: row.take("attempt")?,
-            max_attempts: row.take("max_attempts")?,
-            attempted_at: row.take("attempted_at")?,
-            attempted_by: row.take("attempted_by")?,
-            created_at: row.take("created_at")?,
-            scheduled_at: row.take("scheduled_at")?,
-            finalized_at: row.take("finalized_at")?,
+            id,
+            state,
+            queue,
+            kind,
+            args,
+            metadata,
+            priority,
+            attempt,
+            max_attempts,
+            attempted_at,
+            attempted_by,
+            created_at,
+            scheduled_at,
+            finalized_at,
             errors,
             tags: row.take("tags")?,
             claim_token: row.take("claim_token")?,

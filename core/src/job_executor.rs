@@ -3,7 +3,7 @@
 //! outcome and hands it to the completer.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use chrono::TimeDelta;
@@ -72,12 +72,13 @@ impl JobExecutor {
     ) {
         // Shared with the worker's `Job` and then the completer: never deep-copied.
         let job = Arc::new(job);
-        let started = Instant::now();
         let attempt = Attempt {
             executor: self,
             job: &job,
             kill,
             cancel,
+            started: Instant::now(),
+            finished: OnceLock::new(),
         };
         let outcome = if kill.is_cancelled() {
             // A buffered job whose stop or cancel came before it started never runs (nor passes
@@ -91,11 +92,12 @@ impl JobExecutor {
             let chain = self.middleware.for_kind(&job.kind);
             self.tracing.work(&job, Next::new(chain, &attempt)).await
         };
+        let finished_at = attempt.finished_at();
         let completion = Completion {
-            job,
+            run_time: finished_at.saturating_duration_since(attempt.started),
+            finished_at,
             outcome,
-            run_time: started.elapsed(),
-            finished_at: Instant::now(),
+            job,
         };
         if self.completer.send(completion).await.is_err() {
             // Only when the completer is gone, which the client prevents while jobs run.
@@ -172,11 +174,26 @@ pub(crate) struct Attempt<'a> {
     job: &'a Arc<JobRow>,
     kill: &'a CancellationToken,
     cancel: &'a CancellationToken,
+    /// When the attempt started: its run time and its timeout count from here.
+    started: Instant,
+    /// When it finished, read once (by the tracing middleware or the executor, whichever asks
+    /// first) so one clock read serves both.
+    finished: OnceLock<Instant>,
 }
 
 impl Attempt<'_> {
     pub(crate) fn job(&self) -> &JobRow {
         self.job
+    }
+
+    /// When the attempt started.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// When the attempt finished: the first call reads the clock, later ones return the same.
+    pub(crate) fn finished_at(&self) -> Instant {
+        *self.finished.get_or_init(Instant::now)
     }
 
     /// Runs the worker under the job's timeout, catching panics; a hard stop interrupts it and an
@@ -198,13 +215,19 @@ impl Attempt<'_> {
             executor.schema.clone(),
             self.cancel.clone(),
             executor.default_timeout,
+            self.started,
         );
+        // A hard stop cancels every running job's token too (the producer's
+        // `cancel_running_on_kill`), so one wait serves both; the kill decides which it was.
         tokio::select! {
             biased;
             result = run => executor.outcome(job, result),
-            () = self.kill.cancelled() => Outcome::Interrupt,
-            () = self.cancel.cancelled() => Outcome::Cancel {
-                error: "cancelled by an operator while running".to_owned(),
+            () = self.cancel.cancelled() => if self.kill.is_cancelled() {
+                Outcome::Interrupt
+            } else {
+                Outcome::Cancel {
+                    error: "cancelled by an operator while running".to_owned(),
+                }
             },
         }
     }

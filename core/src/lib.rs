@@ -122,6 +122,7 @@ mod queue_handle;
 mod retry_policy;
 mod schema;
 mod service;
+mod slot_pool;
 mod worker;
 
 pub use client::{Client, ClientBuilder, ClientStats, Config, QueueConfig};

@@ -21,13 +21,11 @@
 //! paused) and refreshes the row periodically. Pause, resume and cancel arrive through the
 //! notifier; in poll-only mode the producer reads them on every poll instead.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use metrics::Histogram;
 use rand::Rng;
-use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
@@ -45,6 +43,7 @@ use crate::query::{
     FetchPosition, IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
 };
 use crate::queue_handle::QueueHandle;
+use crate::slot_pool::{Buffered, SlotPool};
 
 /// On a hard stop, cancels the token of every job running in this queue.
 async fn cancel_running_on_kill(handle: Arc<QueueHandle>, kill: CancellationToken) {
@@ -126,8 +125,13 @@ impl<D: Driver> Producer<D> {
     pub(crate) async fn run(self, stop: CancellationToken, kill: CancellationToken) {
         let span = info_span!("producer", queue = %self.queue);
         async move {
-            let slots = Arc::new(Semaphore::new(self.max_workers));
-            let buffer = Arc::new(JobBuffer::default());
+            let slots = SlotPool::new(
+                self.max_workers,
+                self.config.prefetch / 2,
+                Arc::clone(&self.executor),
+                Arc::clone(&self.handle),
+                kill.clone(),
+            );
             let mut cursor = ClaimCursor::default();
             let _kill_watch = AbortOnDrop(tokio::spawn(cancel_running_on_kill(
                 Arc::clone(&self.handle),
@@ -143,9 +147,9 @@ impl<D: Driver> Producer<D> {
                     last_refresh = Instant::now();
                 }
                 if self.handle.is_paused() {
-                    self.release_buffered(&buffer, "paused").await;
+                    self.release_buffered(&slots, "paused").await;
                 } else {
-                    match self.fill_slots(&slots, &buffer, &mut cursor, &kill).await {
+                    match self.fill_slots(&slots, &mut cursor, &kill).await {
                         Ok(()) => backoff = Duration::from_millis(100),
                         Err(e) => {
                             warn!(error = %e, "fetch failed; backing off");
@@ -178,10 +182,9 @@ impl<D: Driver> Producer<D> {
                 }
             }
             // Buffered jobs never started: they go back to their queue, attempt given back.
-            self.release_buffered(&buffer, "stopping").await;
+            self.release_buffered(&slots, "stopping").await;
             // Wait for every job this producer started.
-            let all = u32::try_from(self.max_workers).unwrap_or(u32::MAX);
-            let _ = slots.acquire_many(all).await;
+            slots.close_and_wait().await;
             debug!("producer stopped");
         }
         .instrument(span)
@@ -225,19 +228,14 @@ impl<D: Driver> Producer<D> {
 
     /// Gives every buffered job back to its queue (through the completer, as an interrupted
     /// attempt: `available`, attempt given back).
-    async fn release_buffered(&self, buffer: &JobBuffer, why: &'static str) {
-        let released = buffer.take_all();
+    async fn release_buffered(&self, slots: &SlotPool, why: &'static str) {
+        let released = slots.take_all();
         if released.is_empty() {
             return;
         }
         debug!(num_jobs = released.len(), why, "giving buffered jobs back");
-        {
-            let mut running = self.handle.lock_running();
-            for b in &released {
-                running.remove(&b.job.id);
-            }
-        }
         for b in released {
+            self.handle.ended(&b.batch, b.index);
             self.executor.release(b.job).await;
         }
     }
@@ -246,22 +244,19 @@ impl<D: Driver> Producer<D> {
     /// full, or the queue is paused.
     async fn fill_slots(
         &self,
-        slots: &Arc<Semaphore>,
-        buffer: &Arc<JobBuffer>,
+        slots: &Arc<SlotPool>,
         cursor: &mut ClaimCursor,
         kill: &CancellationToken,
     ) -> Result<()> {
         // One connection for a run of back-to-back fetches, back to the pool when this returns.
         let mut lease: Option<ConnectionLease<D>> = None;
-        // Shared by the jobs started here: cloning a token locks its node, an `Arc` does not.
-        let shared_kill = Arc::new(kill.clone());
         let prefetch = self.config.prefetch;
         loop {
             if self.handle.is_paused() || kill.is_cancelled() {
                 return Ok(());
             }
-            let free = slots.available_permits();
-            let buffered = buffer.len();
+            let free = slots.free();
+            let buffered = slots.buffered();
             if free == 0 && buffered > prefetch / 2 {
                 return Ok(());
             }
@@ -306,37 +301,23 @@ impl<D: Driver> Producer<D> {
             }));
             // Each job's own token: an operator's cancel request cancels it, and so does a hard
             // stop (`cancel_running_on_kill`). Not a child of `kill`: children of one token share
-            // its lock, which every job's start and end would contend for.
-            let claimed: Vec<Buffered> = jobs
-                .into_iter()
-                .map(|job| Buffered {
-                    job,
-                    cancel: CancellationToken::new(),
-                })
-                .collect();
-            {
-                let mut running = self.handle.lock_running();
-                running.extend(claimed.iter().map(|b| (b.job.id, b.cancel.clone())));
-            }
+            // its lock, which every job's start and end would contend for. The claim's jobs are
+            // registered as one entry.
+            let batch = self.handle.register(jobs.iter().map(|j| j.id));
             if kill.is_cancelled() {
-                claimed.iter().for_each(|b| b.cancel.cancel());
+                self.handle.cancel_all_running();
             }
-            buffer.push_all(claimed);
             // Free slots take the oldest buffered jobs first, so jobs start in fetch order.
-            while let Ok(permit) = Arc::clone(slots).try_acquire_owned() {
-                let Some(first) = buffer.pop() else {
-                    drop(permit);
-                    break;
-                };
-                let slot = Slot {
-                    executor: Arc::clone(&self.executor),
-                    kill: Arc::clone(&shared_kill),
-                    handle: Arc::clone(&self.handle),
-                    buffer: Arc::clone(buffer),
-                    refill_below: prefetch / 2,
-                };
-                tokio::spawn(slot.run(first, permit));
-            }
+            slots.push(
+                jobs.into_iter()
+                    .enumerate()
+                    .map(|(index, job)| Buffered {
+                        job,
+                        batch: Arc::clone(&batch),
+                        index,
+                    })
+                    .collect(),
+            );
             if fetched < limit {
                 if after.is_some() {
                     // The end of the queue from the position: look at the head before concluding
@@ -411,74 +392,5 @@ impl ClaimCursor {
     /// The next claim starts from the head.
     fn restart_from_head(&mut self) {
         self.position = None;
-    }
-}
-
-/// A claimed job waiting for a slot, with its cancellation token.
-struct Buffered {
-    job: JobRow,
-    cancel: CancellationToken,
-}
-
-/// Claimed jobs not started yet, in fetch order; shared by the producer and its slots.
-#[derive(Default)]
-struct JobBuffer {
-    jobs: Mutex<VecDeque<Buffered>>,
-}
-
-impl JobBuffer {
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Buffered>> {
-        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    fn push_all(&self, jobs: Vec<Buffered>) {
-        self.lock().extend(jobs);
-    }
-
-    /// The oldest buffered job, and how many are left after it.
-    fn pop_counted(&self) -> (Option<Buffered>, usize) {
-        let mut jobs = self.lock();
-        let next = jobs.pop_front();
-        (next, jobs.len())
-    }
-
-    fn pop(&self) -> Option<Buffered> {
-        self.pop_counted().0
-    }
-
-    fn take_all(&self) -> Vec<Buffered> {
-        self.lock().drain(..).collect()
-    }
-}
-
-/// One worker slot: runs a job, then the next buffered one, until the buffer is empty.
-struct Slot {
-    executor: Arc<JobExecutor>,
-    kill: Arc<CancellationToken>,
-    handle: Arc<QueueHandle>,
-    buffer: Arc<JobBuffer>,
-    /// The producer is woken to refill when the buffer falls to this many jobs.
-    refill_below: usize,
-}
-
-impl Slot {
-    async fn run(self, first: Buffered, permit: tokio::sync::OwnedSemaphorePermit) {
-        let mut next = Some(first);
-        while let Some(Buffered { job, cancel }) = next {
-            let id = job.id;
-            self.executor.execute(job, &self.kill, &cancel).await;
-            self.handle.lock_running().remove(&id);
-            let (popped, left) = self.buffer.pop_counted();
-            if popped.is_some() && left == self.refill_below {
-                self.handle.wake();
-            }
-            next = popped;
-        }
-        drop(permit);
-        self.handle.wake();
     }
 }

@@ -11,7 +11,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::TimeDelta;
 use futures_util::FutureExt;
@@ -310,6 +310,7 @@ pub(crate) trait ErasedWorker: Send + Sync {
         schema: Schema,
         cancel: CancellationToken,
         default_timeout: Option<Duration>,
+        started: Instant,
     ) -> BoxFuture<WorkResult>;
 }
 
@@ -325,6 +326,7 @@ impl<A: JobArgs, W: Worker<A>> ErasedWorker for Registered<A, W> {
         schema: Schema,
         cancel: CancellationToken,
         default_timeout: Option<Duration>,
+        started: Instant,
     ) -> BoxFuture<WorkResult> {
         let worker = Arc::clone(&self.worker);
         Box::pin(async move {
@@ -340,8 +342,13 @@ impl<A: JobArgs, W: Worker<A>> ErasedWorker for Registered<A, W> {
             let job = Job::new(args, row, schema, cancel);
             let timeout = worker.timeout(&job).or(default_timeout);
             let work = AssertUnwindSafe(worker.work(&job)).catch_unwind();
-            let result = match timeout {
-                Some(t) => tokio::time::timeout(t, work).await.map_err(|_| t),
+            // Timed from the attempt's start (`timeout_at`: no clock read of its own); a timeout
+            // too long to add is none.
+            let deadline = timeout.and_then(|t| Some((t, started.checked_add(t)?)));
+            let result = match deadline {
+                Some((t, at)) => tokio::time::timeout_at(at.into(), work)
+                    .await
+                    .map_err(|_| t),
                 None => Ok(work.await),
             };
             match result {

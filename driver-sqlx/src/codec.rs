@@ -98,9 +98,12 @@ pub(crate) fn decode_rows(rows: &[PgRow]) -> Result<Vec<Row>> {
                 .enumerate()
                 .map(|(i, ty)| {
                     let raw = row.try_get_raw(i).map_err(db_error)?;
-                    let type_name = raw.type_info().name().to_owned();
-                    decode_value(*ty, raw)
-                        .map_err(|e| column_error(row.column(i).name(), &type_name, e))
+                    // The type's name only for an error: naming it for every value was an
+                    // allocation per column of every row.
+                    decode_value(*ty, raw).map_err(|e| {
+                        let column = row.column(i);
+                        column_error(column.name(), column.type_info().name(), e)
+                    })
                 })
                 .collect()
         },

@@ -1,6 +1,9 @@
 -- Claims up to $2 due available jobs of one queue, in priority, schedule, id order, skipping rows
 -- other fetchers hold, and marks them running under this client's attempt, with the claim's
 -- fencing token (every outcome must name it).
+-- Returns only what differs between the jobs it claims: every one is running, in queue $1, under
+-- token $4, with no finalized_at (the client fills those in rather than decoding them from every
+-- row).
 -- $1: queue
 -- $2: how many jobs at most
 -- $3: id of the client claiming them
@@ -21,8 +24,7 @@ SET state = 'running',
     claim_token = $4::bigint
 FROM locked
 WHERE j.id = locked.id
-RETURNING j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,
-    j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
+RETURNING j.id AS id, j.kind AS kind, j.args AS args, j.metadata AS metadata,
+    j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
     j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
-    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
-    j.claim_token AS claim_token
+    j.scheduled_at AS scheduled_at, j.errors AS errors, j.tags AS tags

@@ -4,6 +4,9 @@
 -- claims from its last claimed job this way and from the head every few claims, so a job that
 -- became available behind that position (a retry coming due, a higher priority) waits at most
 -- until the next claim from the head.
+-- Returns only what differs between the jobs it claims: every one is running, in queue $1, under
+-- token $4, with no finalized_at (the client fills those in rather than decoding them from every
+-- row).
 -- $1: queue
 -- $2: how many jobs at most
 -- $3: id of the client claiming them
@@ -28,8 +31,7 @@ SET state = 'running',
     claim_token = $4::bigint
 FROM locked
 WHERE j.id = locked.id
-RETURNING j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,
-    j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
+RETURNING j.id AS id, j.kind AS kind, j.args AS args, j.metadata AS metadata,
+    j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
     j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
-    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
-    j.claim_token AS claim_token
+    j.scheduled_at AS scheduled_at, j.errors AS errors, j.tags AS tags

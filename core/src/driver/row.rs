@@ -6,10 +6,20 @@ use super::value::{FromValue, Value};
 use crate::error::{Error, Result};
 
 /// One result row: column names (shared by every row of a result) and their values.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Row {
     columns: Arc<[String]>,
     values: Vec<Value>,
+    /// Where the next lookup by name starts: just after the column found last, since rows are
+    /// mostly read in column order.
+    next: usize,
+}
+
+impl PartialEq for Row {
+    /// Rows are equal when their columns and values are (wherever a lookup left off).
+    fn eq(&self, other: &Self) -> bool {
+        self.columns == other.columns && self.values == other.values
+    }
 }
 
 impl Row {
@@ -24,7 +34,11 @@ impl Row {
             values.len(),
             "row has as many values as columns"
         );
-        Row { columns, values }
+        Row {
+            columns,
+            values,
+            next: 0,
+        }
     }
 
     /// The column names, in order.
@@ -42,11 +56,16 @@ impl Row {
         self.values
     }
 
-    fn index(&self, name: &str) -> Result<usize> {
-        self.columns
-            .iter()
-            .position(|c| c == name)
-            .ok_or_else(|| Error::decode(format!("column {name:?}"), "no such column"))
+    /// The position of column `name`, searched from just after the last one found.
+    fn index(&mut self, name: &str) -> Result<usize> {
+        let n = self.columns.len();
+        let start = self.next.min(n);
+        let i = (start..n)
+            .chain(0..start)
+            .find(|&i| self.columns[i] == name)
+            .ok_or_else(|| Error::decode(format!("column {name:?}"), "no such column"))?;
+        self.next = i + 1;
+        Ok(i)
     }
 
     /// Reads column `name` as `T`, cloning it.
@@ -55,7 +74,11 @@ impl Row {
     ///
     /// [`Error::Decode`] when the column is missing or has another type.
     pub fn get<T: FromValue>(&self, name: &str) -> Result<T> {
-        let i = self.index(name)?;
+        let i = self
+            .columns
+            .iter()
+            .position(|c| c == name)
+            .ok_or_else(|| Error::decode(format!("column {name:?}"), "no such column"))?;
         T::from_value(self.values[i].clone())
             .map_err(|m| Error::decode(format!("column {name:?}"), m))
     }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use tracing::field::Empty;
@@ -76,14 +76,17 @@ impl Middleware for JobTracing {
         {
             propagator.extract(&headers, &span);
         }
-        let started = Instant::now();
+        // The attempt's own clock: its start, and one read at its end shared with the executor.
+        let attempt = next.attempt();
         let outcome = async {
             debug!(queue_wait_ms = millis(queue_wait(job)), "job started");
             next.run().await
         }
         .instrument(span.clone())
         .await;
-        let elapsed = started.elapsed();
+        let elapsed = attempt
+            .finished_at()
+            .saturating_duration_since(attempt.started());
         let result = outcome.result(job.attempt, job.max_attempts);
         span.record("outcome", result);
         span.record("duration_ms", millis(elapsed));

@@ -131,6 +131,11 @@ impl<'a> Next<'a> {
         Next { rest, attempt }
     }
 
+    /// The attempt this chain runs.
+    pub(crate) fn attempt(&self) -> &'a Attempt<'a> {
+        self.attempt
+    }
+
     /// Runs the rest of the chain and the worker, and returns the attempt's outcome.
     pub async fn run(self) -> Outcome {
         match self.rest.split_first() {

@@ -157,7 +157,12 @@ pub(crate) async fn job_get_available<E: Executor>(
     if let Some((priority, scheduled_at, id)) = after {
         stmt = stmt.bind(priority).bind(scheduled_at).bind(id.0);
     }
-    let mut jobs: Vec<JobRow> = exec.query_as(&stmt).await?;
+    let mut jobs = exec
+        .query(&stmt)
+        .await?
+        .into_iter()
+        .map(|row| JobRow::from_claimed_row(row, queue))
+        .collect::<Result<Vec<_>>>()?;
     // RETURNING has no order; run in fetch order.
     jobs.sort_by_key(|j| (j.priority, j.scheduled_at, j.id));
     Ok(jobs)
