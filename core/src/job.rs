@@ -173,17 +173,18 @@ impl FromRow for JobRow {
 
 impl JobRow {
     /// Decodes a row of a claim (`job_get_available*.sql`), which leaves out what every job it
-    /// claims has in common: state `running`, no `finalized_at`, the claim's `queue`.
-    pub(crate) fn from_claimed_row(row: Row, queue: &str) -> Result<Self> {
-        JobRow::decode(row, Some(queue))
+    /// claims has in common: state `running`, no `finalized_at`, the claim's `queue` and fencing
+    /// `token`.
+    pub(crate) fn from_claimed_row(row: Row, queue: &str, token: i64) -> Result<Self> {
+        JobRow::decode(row, Some((queue, token)))
     }
 
-    /// Decodes a whole row, or a claimed one (`claimed_in` its queue).
-    fn decode(mut row: Row, claimed_in: Option<&str>) -> Result<Self> {
+    /// Decodes a whole row, or a claimed one (`claimed_in` its queue and token).
+    fn decode(mut row: Row, claimed_in: Option<(&str, i64)>) -> Result<Self> {
         // Read in the column order of the statements (`Row::take` looks from the last column).
         let id = JobId(row.take("id")?);
         let (state, queue) = match claimed_in {
-            Some(queue) => (JobState::Running, queue.to_owned()),
+            Some((queue, _)) => (JobState::Running, queue.to_owned()),
             None => (row.take::<String>("state")?.parse()?, row.take("queue")?),
         };
         let kind = row.take("kind")?;
@@ -224,7 +225,10 @@ impl JobRow {
             finalized_at,
             errors,
             tags: row.take("tags")?,
-            claim_token: row.take("claim_token")?,
+            claim_token: match claimed_in {
+                Some((_, token)) => Some(token),
+                None => row.take("claim_token")?,
+            },
         })
     }
 }

@@ -99,8 +99,7 @@ impl QueueHandle {
             jobs,
         });
         if !batch.jobs.is_empty() {
-            self.lock_running()
-                .insert(batch.key, Arc::clone(&batch));
+            self.lock_running().insert(batch.key, Arc::clone(&batch));
         }
         batch
     }

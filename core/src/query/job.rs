@@ -161,7 +161,7 @@ pub(crate) async fn job_get_available<E: Executor>(
         .query(&stmt)
         .await?
         .into_iter()
-        .map(|row| JobRow::from_claimed_row(row, queue))
+        .map(|row| JobRow::from_claimed_row(row, queue, claim_token))
         .collect::<Result<Vec<_>>>()?;
     // RETURNING has no order; run in fetch order.
     jobs.sort_by_key(|j| (j.priority, j.scheduled_at, j.id));
