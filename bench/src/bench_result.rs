@@ -14,6 +14,9 @@ pub(crate) const CEILING: &str = "ceiling";
 /// The name of the second w2_insert_single reference: a hand-written insert that sends a
 /// `NOTIFY` in every insert's transaction.
 pub(crate) const CEILING_NOTIFY: &str = "ceiling_notify";
+/// The name of the w3_work reference that claims with advisory locks, Que's way
+/// (`--advisory`).
+pub(crate) const ADVISORY: &str = "advisory";
 
 /// What the database spent on a measured phase, per job.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -196,7 +199,7 @@ pub(crate) fn median(values: &[f64]) -> Option<f64> {
 /// One row of the benchmark's output.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BenchResult {
-    /// `sqlx`, `tokio-postgres`, `diesel`, `ceiling` or `ceiling_notify`.
+    /// `sqlx`, `tokio-postgres`, `diesel`, `ceiling`, `ceiling_notify` or `advisory`.
     pub(crate) driver: &'static str,
     /// The scenario.
     pub(crate) scenario: Scenario,
@@ -267,7 +270,7 @@ impl BenchResult {
     /// Whether the figure meets issue 12's target for this scenario and driver, with the target;
     /// `None` where there is none (the references, the one-call bulk insert).
     pub(crate) fn target(&self) -> Option<(bool, String)> {
-        if self.driver == CEILING || self.driver == CEILING_NOTIFY {
+        if [CEILING, CEILING_NOTIFY, ADVISORY].contains(&self.driver) {
             return None;
         }
         let ratio = self.ceiling_ratio.unwrap_or(0.0);

@@ -32,7 +32,7 @@ use tokio_postgres::{Client, Statement};
 use crate::bench_database::{BenchDatabase, copy_rows};
 use crate::bench_error::BenchError;
 use crate::bench_job::BenchJob;
-use crate::bench_result::{CEILING, CEILING_NOTIFY, Measurement};
+use crate::bench_result::{ADVISORY, CEILING, CEILING_NOTIFY, Measurement};
 use crate::engine_bench::{collect_starts, join_all, latencies};
 use crate::execution_ledger::ExecutionLedger;
 use crate::progress::Progress;
@@ -43,9 +43,9 @@ use crate::{
 };
 
 /// Jobs one claim of the ceiling takes.
-const CLAIM_BATCH: usize = 100;
+pub(crate) const CLAIM_BATCH: usize = 100;
 /// Claimed jobs waiting for an executor, at most.
-const PREFETCH: usize = 2 * CLAIM_BATCH;
+pub(crate) const PREFETCH: usize = 2 * CLAIM_BATCH;
 
 /// The hand-written queue on the benchmark's database.
 #[derive(Debug)]
@@ -55,12 +55,17 @@ pub(crate) struct CeilingBench<'a> {
     /// Sends a `NOTIFY` with every single insert (the `ceiling_notify` reference of
     /// w2_insert_single).
     pub(crate) notify_each_insert: bool,
+    /// Claims with advisory locks instead of row state (the `advisory` reference of w3_work,
+    /// `crate::advisory_bench`).
+    pub(crate) advisory: bool,
 }
 
 impl CeilingBench<'_> {
     /// The name in results (a `&'static str`, whatever the database's lifetime).
     pub(crate) fn name_of(&self) -> &'static str {
-        if self.notify_each_insert {
+        if self.advisory {
+            ADVISORY
+        } else if self.notify_each_insert {
             CEILING_NOTIFY
         } else {
             CEILING
@@ -85,6 +90,9 @@ impl Contender for CeilingBench<'_> {
             Workload::W1InsertBatches => self.insert_bulk(schema, n, opts.batch_size).await,
             Workload::W2InsertSingle => self.insert_single(schema, n, false).await,
             Workload::W2InsertTx => self.insert_single(schema, n, true).await,
+            Workload::W3Work if self.advisory => {
+                crate::advisory_bench::work(self.db, schema, scenario).await
+            }
             Workload::W3Work => self.work(schema, scenario).await,
             Workload::W4Latency => self.latency(schema, opts).await,
         }
@@ -143,6 +151,48 @@ async fn claim(
         .iter()
         .map(job_number)
         .collect()
+}
+
+/// Queues `n` benchmark jobs by COPY (before the timed phase).
+pub(crate) async fn queue_jobs(
+    db: &BenchDatabase,
+    schema: &Schema,
+    n: u64,
+    label: &'static str,
+) -> Result<(), BenchError> {
+    let queue = format!(
+        "COPY {}.pgmill_job (kind, args) FROM STDIN",
+        schema.quoted()
+    );
+    let filler = db.connect().await?;
+    let progress = Progress::bar(n, label);
+    copy_rows(&filler, &queue, n, &progress, copy_row).await?;
+    progress.finish();
+    Ok(())
+}
+
+/// `workers` executor tasks: each takes claimed `(id, i)` jobs from `jobs`, records its run in
+/// the ledger and hands the id to the completer through `done`.
+pub(crate) fn spawn_executors(
+    workers: usize,
+    jobs: flume::Receiver<(i64, u64)>,
+    done: mpsc::Sender<i64>,
+    ledger: &Arc<ExecutionLedger>,
+) -> JoinSet<Result<(), BenchError>> {
+    let mut executors = JoinSet::new();
+    for _ in 0..workers {
+        let (jobs, done, ledger) = (jobs.clone(), done.clone(), Arc::clone(ledger));
+        executors.spawn(async move {
+            while let Ok((id, i)) = jobs.recv_async().await {
+                ledger.record(i);
+                if done.send(id).await.is_err() {
+                    break;
+                }
+            }
+            Ok::<(), BenchError>(())
+        });
+    }
+    executors
 }
 
 /// One benchmark job as a COPY text row of (kind, args).
@@ -249,15 +299,7 @@ impl CeilingBench<'_> {
     async fn work(&self, schema: &Schema, scenario: &Scenario) -> Result<Run, BenchError> {
         let n = scenario.jobs;
         let ledger = Arc::new(ExecutionLedger::new(n));
-        let queue = format!(
-            "COPY {}.pgmill_job (kind, args) FROM STDIN",
-            schema.quoted()
-        );
-        let filler = self.db.connect().await?;
-        let progress = Progress::bar(n, "ceiling: queueing");
-        copy_rows(&filler, &queue, n, &progress, copy_row).await?;
-        progress.finish();
-        drop(filler);
+        queue_jobs(self.db, schema, n, "ceiling: queueing").await?;
 
         let fetcher = self.db.connect().await?;
         let claim_stmt = fetcher
@@ -299,20 +341,7 @@ impl CeilingBench<'_> {
                 Ok(completed)
             })
         };
-        let mut executors = JoinSet::new();
-        for _ in 0..scenario.workers() {
-            let (jobs, done, ledger) = (job_rx.clone(), done_tx.clone(), Arc::clone(&ledger));
-            executors.spawn(async move {
-                while let Ok((id, i)) = jobs.recv_async().await {
-                    ledger.record(i);
-                    if done.send(id).await.is_err() {
-                        break;
-                    }
-                }
-                Ok::<(), BenchError>(())
-            });
-        }
-        drop((job_rx, done_tx));
+        let executors = spawn_executors(scenario.workers(), job_rx, done_tx, &ledger);
         loop {
             let jobs = claim(&fetcher, &claim_stmt, CLAIM_BATCH).await?;
             let got = jobs.len();

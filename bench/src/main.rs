@@ -15,6 +15,7 @@
 //! transactions the database spent per job. The database is `--database-url`, else
 //! `DATABASE_URL`, else a throwaway cluster with initdb's default settings.
 
+mod advisory_bench;
 mod bench_database;
 mod bench_error;
 mod bench_job;
@@ -110,6 +111,11 @@ pub(crate) struct BenchArgs {
     /// runs: the cost of the metrics middleware and the engine's metrics.
     #[arg(long)]
     pub(crate) metrics: bool,
+    /// Also runs w3_work with the advisory-lock reference (`advisory`): a Que-style locker
+    /// written by hand, claiming with `pg_try_advisory_lock` instead of row state (see
+    /// docs/advisory-locks.md).
+    #[arg(long)]
+    pub(crate) advisory: bool,
 }
 
 /// Runs the benchmark.
@@ -152,11 +158,20 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 references.push(CeilingBench {
                     db: &db,
                     notify_each_insert: false,
+                    advisory: false,
                 });
+                if workload == Workload::W3Work && args.advisory {
+                    references.push(CeilingBench {
+                        db: &db,
+                        notify_each_insert: false,
+                        advisory: true,
+                    });
+                }
                 if workload == Workload::W2InsertSingle {
                     references.push(CeilingBench {
                         db: &db,
                         notify_each_insert: true,
+                        advisory: false,
                     });
                 }
             }
