@@ -68,6 +68,99 @@
 //! with jitter); [`PeriodicJob`]s are durable cron or interval schedules; [`Client::subscribe`]
 //! streams [`Event`]s; queues can be paused and running jobs cancelled from any process.
 //!
+//! # Errors
+//!
+//! Two error types meet in an application, one on each side of the queue.
+//!
+//! **A worker returns [`JobError`].** `Ok(())` completes the job. `?` converts every error into a
+//! retryable `JobError`: any `std::error::Error`, an `anyhow::Error`, an `eyre::Report`, a `String`
+//! or a `&str` (no feature to enable: anyhow and eyre convert into a [`BoxError`] themselves). The
+//! attempt records the whole chain of causes, outermost first (`loading invoice 7: connection
+//! refused`), in [`JobRow::errors`]; the job is retried with backoff until its attempts are used
+//! up. [`JobError::cancel`], [`JobError::discard`] and [`JobError::snooze`] say otherwise.
+//!
+//! ```
+//! use anyhow::Context;
+//! use pgmill::{Job, JobArgs, JobError, Worker};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Invoice {
+//!     id: i64,
+//! }
+//!
+//! impl JobArgs for Invoice {
+//!     const KIND: &'static str = "invoice";
+//! }
+//!
+//! fn load(id: i64) -> anyhow::Result<String> {
+//!     std::fs::read_to_string(format!("/invoices/{id}")).context("reading the invoice")
+//! }
+//!
+//! struct InvoiceWorker;
+//!
+//! impl Worker<Invoice> for InvoiceWorker {
+//!     async fn work(&self, job: &Job<Invoice>) -> Result<(), JobError> {
+//!         if job.args.id <= 0 {
+//!             return Err(JobError::discard("invoice ids are positive")); // never retried
+//!         }
+//!         let text = load(job.args.id)?; // anyhow: retried, chain recorded
+//!         let total: f64 = text.trim().parse()?; // std error: retried
+//!         tracing::info!(total, "invoice sent");
+//!         Ok(())
+//!     }
+//! }
+//! ```
+//!
+//! **The client's methods return [`pgmill::Result<T>`](Result)**, whose error is [`Error`]: one
+//! `#[non_exhaustive]` enum for the database (with [`Error::sqlstate`] and
+//! [`Error::is_connection_lost`] to ask what happened without matching), bad names, bad
+//! configuration, migrations and timeouts. It is a `std::error::Error + Send + Sync + 'static`, so
+//! it goes into `anyhow`/`eyre` with `?`, into a worker's `JobError` with `?`, and into an
+//! application's own error type with `#[from]`:
+//!
+//! ```no_run
+//! use pgmill::{Client, JobArgs};
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Welcome {
+//!     user_id: i64,
+//! }
+//!
+//! impl JobArgs for Welcome {
+//!     const KIND: &'static str = "welcome";
+//! }
+//!
+//! /// The application's own error type.
+//! #[derive(Debug, thiserror::Error)]
+//! enum AppError {
+//!     #[error("the job queue failed")]
+//!     Queue(#[from] pgmill::Error),
+//!     #[error("no such user {0}")]
+//!     NoSuchUser(i64),
+//! }
+//!
+//! impl AppError {
+//!     /// Worth answering 503 (try again) rather than 500.
+//!     fn is_transient(&self) -> bool {
+//!         matches!(self, AppError::Queue(e) if e.is_connection_lost())
+//!     }
+//! }
+//!
+//! async fn sign_up<D: pgmill::driver::Driver>(
+//!     client: &Client<D>,
+//!     user_id: i64,
+//! ) -> Result<(), AppError> {
+//!     if user_id <= 0 {
+//!         return Err(AppError::NoSuchUser(user_id));
+//!     }
+//!     client.insert(Welcome { user_id }).await?; // pgmill::Error -> AppError::Queue
+//!     Ok(())
+//! }
+//! # let _ = AppError::NoSuchUser(0).is_transient();
+//! ```
+//!
 //! # Modules
 //!
 //! The crate root holds the types an application uses. Besides it: [`prelude`] (the names every

@@ -200,8 +200,34 @@ pub(crate) enum JobAction {
 
 /// The error a worker returns: retried by default, or cancelling, discarding or snoozing the job.
 ///
-/// Any `std::error::Error` converts into a retryable `JobError`, so `?` works in
-/// [`Worker::work`].
+/// Everything that converts into a [`BoxError`] converts into a retryable `JobError`, so `?` works
+/// in [`Worker::work`] on any `std::error::Error`, on an [`anyhow::Error`], on an
+/// [`eyre::Report`], and on a `String` or `&str`. No feature is needed: anyhow and eyre convert
+/// into a `BoxError` themselves, so pgmill depends on neither.
+///
+/// The attempt's recorded error (in [`JobRow::errors`]) is the whole chain of causes, outermost
+/// first, joined by `": "`, as anyhow's `{:#}` prints it: `loading the invoice: connection
+/// refused`. A cause whose message the error before it already ends with is not repeated.
+///
+/// [`anyhow::Error`]: https://docs.rs/anyhow/1/anyhow/struct.Error.html
+/// [`eyre::Report`]: https://docs.rs/eyre/0.6/eyre/struct.Report.html
+///
+/// # Examples
+///
+/// ```
+/// use pgmill::JobError;
+///
+/// fn parse(input: &str) -> Result<u32, JobError> {
+///     let n: u32 = input.parse()?; // a std error: retried
+///     if n == 0 {
+///         return Err(JobError::discard("zero is never valid")); // never retried
+///     }
+///     Ok(n)
+/// }
+///
+/// assert_eq!(parse("7").unwrap(), 7);
+/// assert_eq!(parse("x").unwrap_err().message(), "invalid digit found in string");
+/// ```
 pub struct JobError {
     action: JobAction,
     error: Option<BoxError>,
@@ -244,11 +270,12 @@ impl JobError {
         self.action
     }
 
-    /// The error's message (empty for a snooze).
+    /// The error's message with its chain of causes, as the attempt records it (empty for a
+    /// snooze): each cause after the first joined by `": "`.
     pub fn message(&self) -> String {
         self.error
-            .as_ref()
-            .map(ToString::to_string)
+            .as_deref()
+            .map(|e| error_chain(e))
             .unwrap_or_default()
     }
 }
@@ -272,10 +299,28 @@ impl fmt::Display for JobError {
     }
 }
 
-impl<E: StdError + Send + Sync + 'static> From<E> for JobError {
+/// Every error (`std::error::Error`, `anyhow::Error`, `eyre::Report`, `String`, `&str`) fails
+/// the attempt, to be retried.
+impl<E: Into<BoxError>> From<E> for JobError {
     fn from(e: E) -> Self {
         JobError::retry(e)
     }
+}
+
+/// `error` and its chain of sources, outermost first, joined by `": "`; a source whose message
+/// the text so far already ends with (an error that prints its cause itself) is not repeated.
+fn error_chain(error: &(dyn StdError + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let message = cause.to_string();
+        if !message.is_empty() && !text.ends_with(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// How one run of a worker ended, before the executor maps it to an outcome.
@@ -455,6 +500,53 @@ mod tests {
         let s = JobError::snooze(Duration::from_secs(5));
         assert_eq!(s.action(), JobAction::Snooze(Duration::from_secs(5)));
         assert_eq!(s.to_string(), "snoozed for 5s");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("loading invoice 7")]
+    struct Loading(#[source] std::io::Error);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("sending the e-mail: {0}")]
+    struct SaysItsCause(#[source] std::io::Error);
+
+    fn anyhow_fails() -> Result<(), JobError> {
+        let root = anyhow::anyhow!("connection refused");
+        Err(root
+            .context("loading invoice 7")
+            .context("sending the e-mail"))?;
+        Ok(())
+    }
+
+    fn eyre_fails() -> Result<(), JobError> {
+        let root = eyre::eyre!("connection refused");
+        Err(root.wrap_err("loading invoice 7"))?;
+        Ok(())
+    }
+
+    #[test]
+    fn anyhow_and_eyre_convert_with_question_mark_keeping_the_chain() {
+        let e = anyhow_fails().unwrap_err();
+        assert_eq!(e.action(), JobAction::Retry);
+        assert_eq!(
+            e.message(),
+            "sending the e-mail: loading invoice 7: connection refused"
+        );
+        let e = eyre_fails().unwrap_err();
+        assert_eq!(e.action(), JobAction::Retry);
+        assert_eq!(e.message(), "loading invoice 7: connection refused");
+    }
+
+    #[test]
+    fn std_error_chains_are_recorded_without_repeating_a_cause() {
+        let e: JobError = Loading(std::io::Error::other("disk full")).into();
+        assert_eq!(e.message(), "loading invoice 7: disk full");
+        let e: JobError = SaysItsCause(std::io::Error::other("timed out")).into();
+        assert_eq!(e.message(), "sending the e-mail: timed out");
+        let e: JobError = "plain text".into();
+        assert_eq!(e.message(), "plain text");
+        let e = JobError::cancel(Loading(std::io::Error::other("gone")));
+        assert_eq!(e.message(), "loading invoice 7: gone");
     }
 
     #[test]

@@ -155,7 +155,8 @@ macro_rules! __conformance_cases {
     ([$($callback:tt)*] $($args:tt)*) => {
         $($callback)*! { $($args)*;
             client_work {
-                retry_then_success, attempts_exhausted_are_discarded_with_every_error,
+                retry_then_success, anyhow_and_eyre_errors_are_recorded_with_their_chain,
+                attempts_exhausted_are_discarded_with_every_error,
                 snooze_runs_again_without_using_an_attempt, long_snooze_schedules_the_job,
                 cancel_from_the_worker_cancels_the_job, discard_from_the_worker_discards_the_job,
                 timeout_drops_the_work_and_is_recorded, panic_is_caught_and_recorded,

@@ -43,6 +43,46 @@ pub async fn retry_then_success<H: Harness>() {
     assert_eq!(worker.total_runs(), 2);
 }
 
+/// `?` on an `anyhow::Error` or an `eyre::Report` in a worker fails the attempt, to be retried,
+/// and the recorded error keeps the whole chain of causes.
+pub async fn anyhow_and_eyre_errors_are_recorded_with_their_chain<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let worker = ScriptedWorker::new(|run| async move {
+        let root = anyhow::anyhow!("connection refused");
+        if run.attempt == 1 {
+            Err(root.context("loading invoice 7"))?;
+        } else if run.attempt == 2 {
+            Err(eyre::eyre!("disk full").wrap_err("writing the receipt"))?;
+        }
+        Ok(())
+    });
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    wait_for("completion", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    let job = client.job_get(job.id).await.unwrap().unwrap();
+    let errors: Vec<(i16, &str)> = job
+        .errors
+        .iter()
+        .map(|e| (e.attempt, e.error.as_str()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (1, "loading invoice 7: connection refused"),
+            (2, "writing the receipt: disk full")
+        ]
+    );
+}
+
 /// A job failing every attempt is discarded after `max_attempts`, with one error per attempt.
 pub async fn attempts_exhausted_are_discarded_with_every_error<H: Harness>() {
     let ctx = ctx::<H>().await;
