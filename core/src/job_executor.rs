@@ -159,10 +159,9 @@ impl JobExecutor {
                 error: format!("timed out after {after:?}"),
                 panic: false,
             },
-            WorkResult::Undecodable(error) => Outcome::Retry {
-                delay: self.retry_policy.next_retry(job.attempt),
-                error,
-                panic: false,
+            // Args that do not decode never will: discarded at once, the raw args left in the row.
+            WorkResult::Undecodable(error) => Outcome::Discard {
+                error: format!("{error}; discarded without retrying, the args are kept in the row"),
             },
         }
     }

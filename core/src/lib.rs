@@ -77,7 +77,10 @@
 //! or a `&str` (no feature to enable: anyhow and eyre convert into a [`BoxError`] themselves). The
 //! attempt records the whole chain of causes, outermost first (`loading invoice 7: connection
 //! refused`), in [`JobRow::errors`]; the job is retried with backoff until its attempts are used
-//! up. [`JobError::cancel`], [`JobError::discard`] and [`JobError::snooze`] say otherwise.
+//! up. [`JobError::cancel`], [`JobError::discard`] and [`JobError::snooze`] say otherwise. Args
+//! that do not deserialize into the worker's type are discarded at once, without running the
+//! worker: retrying cannot fix them. The attempt's error says why and the row keeps the raw args,
+//! to be fixed and retried by hand ([`Client::job_retry`] after an update).
 //!
 //! ```
 //! use anyhow::Context;

@@ -133,6 +133,8 @@ impl<A> Job<A> {
 /// Only [`Worker::work`] is required. Returning `Ok(())` completes the job; an error fails the
 /// attempt and the job is retried with backoff until its attempts are used up; [`JobError`]'s
 /// constructors cancel, discard or snooze it instead. A panic is caught and recorded like an error.
+/// A job whose args do not deserialize into `A` never reaches `work`: it is discarded at once,
+/// the decode error recorded and the raw args kept in the row.
 ///
 /// # Examples
 ///

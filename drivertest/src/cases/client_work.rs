@@ -294,8 +294,10 @@ pub async fn panic_is_caught_and_recorded<H: Harness>() {
     );
 }
 
-/// Args that do not decode are an error on the job, retried and finally discarded, never a crash.
-pub async fn undecodable_args_are_recorded_and_finally_discarded<H: Harness>() {
+/// Args that do not deserialize into the worker's type are discarded at the first attempt (not
+/// retried with backoff 25 times): the error says why, the raw args stay in the row, and the
+/// worker never sees the job.
+pub async fn undecodable_args_are_discarded_at_once_keeping_the_args<H: Harness>() {
     let ctx = ctx::<H>().await;
     let worker = ScriptedWorker::ok();
     let client = test_client(&ctx)
@@ -304,29 +306,32 @@ pub async fn undecodable_args_are_recorded_and_finally_discarded<H: Harness>() {
         .build()
         .unwrap();
     client.start().await.unwrap();
-    let bad = InsertParams::new(
-        "task",
-        json!({"n": "not a number"}),
-        InsertOpts::new().max_attempts(2),
-    )
-    .unwrap();
+    let raw = json!({"n": "not a number"});
+    let bad = InsertParams::new("task", raw.clone(), InsertOpts::new()).unwrap();
     let job = client.insert_many(&[bad]).await.unwrap().remove(0);
+    assert_eq!(
+        job.max_attempts, 25,
+        "the default attempts, none of them used for decoding"
+    );
     client.insert(Task { n: 1 }).await.unwrap();
-    wait_for("bad job discarded", async || {
-        count_in(&ctx, JobState::Discarded).await == 1
-    })
-    .await;
     wait_for("good job completed", async || {
         count_in(&ctx, JobState::Completed).await == 1
     })
     .await;
+    wait_for("bad job discarded", async || {
+        count_in(&ctx, JobState::Discarded).await == 1
+    })
+    .await;
     client.stop().await;
     let job = client.job_get(job.id).await.unwrap().unwrap();
-    assert_eq!(job.errors.len(), 2);
+    assert_eq!(job.state, JobState::Discarded);
+    assert_eq!(job.attempt, 1);
+    assert_eq!(job.args, raw, "the raw args are kept");
+    assert_eq!(job.errors.len(), 1, "{:?}", job.errors);
+    let error = &job.errors[0].error;
     assert!(
-        job.errors[0].error.contains("cannot decode args"),
-        "{:?}",
-        job.errors
+        error.contains("cannot decode args of task") && error.contains("invalid type"),
+        "{error}"
     );
     assert_eq!(worker.total_runs(), 1, "the worker never saw the bad job");
 }
