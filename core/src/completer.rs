@@ -92,6 +92,8 @@ pub(crate) struct Completion {
     pub(crate) outcome: Outcome,
     pub(crate) run_time: Duration,
     pub(crate) finished_at: Instant,
+    /// The timeout the attempt ran past, if it did.
+    pub(crate) ran_past_timeout: Option<Duration>,
 }
 
 /// Counters shared with the client.
@@ -302,6 +304,7 @@ impl<D: Driver> BatchCompleter<D> {
                     run_time: c.run_time,
                     completion_lag: flushed_at.duration_since(c.finished_at),
                     error: c.outcome.error().map(str::to_owned),
+                    ran_past_timeout: c.ran_past_timeout,
                 });
             }
         }

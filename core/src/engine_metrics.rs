@@ -12,6 +12,8 @@ use metrics::{Counter, Gauge, Histogram, Key, Label, Level, Metadata, Recorder, 
 
 /// Attempts by kind, queue and outcome.
 pub(crate) const JOB_ATTEMPTS: &str = "pgmill_job_attempts_total";
+/// Attempts that ran past their timeout (a worker that blocked its thread), by kind and queue.
+pub(crate) const RAN_PAST_TIMEOUT: &str = "pgmill_job_ran_past_timeout_total";
 /// Jobs inserted by kind and queue.
 pub(crate) const JOBS_INSERTED: &str = "pgmill_jobs_inserted_total";
 /// Jobs of dead clients given back or discarded by the rescuer.
@@ -96,6 +98,13 @@ pub const METRICS: &[MetricInfo] = &[
         Unit::Count,
         &["kind", "queue", "outcome"],
         "attempts finished, by what they left the job as: completed, retryable, discarded, cancelled, snoozed or interrupted",
+    ),
+    info(
+        RAN_PAST_TIMEOUT,
+        MetricKind::Counter,
+        Unit::Count,
+        &["kind", "queue"],
+        "attempts that ran past their timeout because the worker blocked its thread, so the timeout could not stop it (their result stands)",
     ),
     info(
         JOBS_INSERTED,

@@ -41,6 +41,11 @@ pub struct Event {
     pub run_time: Duration,
     /// How long from the worker finishing to its outcome being committed.
     pub completion_lag: Duration,
+    /// The timeout this attempt ran past, when its worker ended on its own after it: a worker
+    /// that blocks its thread cannot be stopped by its timeout (run blocking work in
+    /// `tokio::task::spawn_blocking`). The attempt's result stands; `run_time` says how long it
+    /// ran.
+    pub ran_past_timeout: Option<Duration>,
 }
 
 /// A subscription to a client's events.

@@ -12,11 +12,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use crate::completer::Completion;
+use crate::engine_metrics::MetricsSink;
 use crate::job::JobRow;
 use crate::middleware::{JobTracing, Middleware, MiddlewareStack, Next};
 use crate::outcome::Outcome;
 use crate::retry_policy::RetryPolicy;
 use crate::schema::Schema;
+use crate::timeout_overrun::TimeoutOverruns;
 use crate::worker::{JobAction, WorkResult, Workers, panic_message};
 
 /// Everything needed to run jobs; shared by a client's producers.
@@ -29,11 +31,13 @@ pub(crate) struct JobExecutor {
     completer: mpsc::Sender<Completion>,
     tracing: JobTracing,
     middleware: MiddlewareStack,
+    overruns: Arc<TimeoutOverruns>,
 }
 
 impl JobExecutor {
     /// An executor running `workers` inside `tracing` and then `middleware`, sending outcomes to
-    /// `completer`.
+    /// `completer`, counting attempts that ran past their timeout into `metrics`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         workers: Workers,
         schema: Schema,
@@ -42,6 +46,7 @@ impl JobExecutor {
         completer: mpsc::Sender<Completion>,
         tracing: JobTracing,
         middleware: MiddlewareStack,
+        metrics: MetricsSink,
     ) -> Self {
         JobExecutor {
             workers,
@@ -51,6 +56,7 @@ impl JobExecutor {
             completer,
             tracing,
             middleware,
+            overruns: Arc::new(TimeoutOverruns::new(metrics)),
         }
     }
 
@@ -79,6 +85,7 @@ impl JobExecutor {
             cancel,
             started: Instant::now(),
             finished: OnceLock::new(),
+            ran_past_timeout: OnceLock::new(),
         };
         let outcome = if kill.is_cancelled() {
             // A buffered job whose stop or cancel came before it started never runs (nor passes
@@ -93,11 +100,13 @@ impl JobExecutor {
             self.tracing.work(&job, Next::new(chain, &attempt)).await
         };
         let finished_at = attempt.finished_at();
+        let ran_past_timeout = attempt.ran_past_timeout.get().copied();
         let completion = Completion {
             run_time: finished_at.saturating_duration_since(attempt.started),
             finished_at,
             outcome,
             job,
+            ran_past_timeout,
         };
         if self.completer.send(completion).await.is_err() {
             // Only when the completer is gone, which the client prevents while jobs run.
@@ -113,6 +122,7 @@ impl JobExecutor {
             outcome: Outcome::Interrupt,
             run_time: Duration::ZERO,
             finished_at: Instant::now(),
+            ran_past_timeout: None,
         };
         if self.completer.send(completion).await.is_err() {
             warn!("completer closed; a buffered job stays claimed until the rescuer recovers it");
@@ -163,6 +173,8 @@ impl JobExecutor {
             WorkResult::Undecodable(error) => Outcome::Discard {
                 error: format!("{error}; discarded without retrying, the args are kept in the row"),
             },
+            // Taken apart by `Attempt::run_worker`, which records the overrun.
+            WorkResult::RanPastTimeout { result, .. } => self.outcome(job, *result),
         }
     }
 }
@@ -178,6 +190,8 @@ pub(crate) struct Attempt<'a> {
     /// When it finished, read once (by the tracing middleware or the executor, whichever asks
     /// first) so one clock read serves both.
     finished: OnceLock<Instant>,
+    /// Set when the worker ran past its timeout.
+    ran_past_timeout: OnceLock<Duration>,
 }
 
 impl Attempt<'_> {
@@ -220,7 +234,16 @@ impl Attempt<'_> {
         // `cancel_running_on_kill`), so one wait serves both; the kill decides which it was.
         tokio::select! {
             biased;
-            result = run => executor.outcome(job, result),
+            result = run => match result {
+                WorkResult::RanPastTimeout { timeout, ran, result } => {
+                    let mut outcome = executor.outcome(job, *result);
+                    let at = (job.kind.as_str(), job.queue.as_str());
+                    executor.overruns.record(at, timeout, ran, &mut outcome);
+                    let _ = self.ran_past_timeout.set(timeout);
+                    outcome
+                }
+                result => executor.outcome(job, result),
+            },
             () = self.cancel.cancelled() => if self.kill.is_cancelled() {
                 Outcome::Interrupt
             } else {

@@ -219,6 +219,7 @@ mod retry_policy;
 mod schema;
 mod service;
 mod slot_pool;
+mod timeout_overrun;
 mod worker;
 
 pub use client::{Client, ClientBuilder, ClientStats, Config, QueueConfig};

@@ -172,12 +172,56 @@ impl<A> Job<A> {
 /// workers.add(ResizeWorker).unwrap();
 /// assert!(workers.add(ResizeWorker).is_err()); // one worker per kind
 /// ```
+///
+/// # Blocking work
+///
+/// `work` runs on the tokio runtime, next to the client's producers, completer and heartbeat. Work
+/// that blocks its thread (a blocking client, `std::thread::sleep`, file or CPU-heavy work) takes
+/// a runtime thread from all of them, and cannot be stopped by its [`Worker::timeout`], which
+/// drops the work only at an `.await`. Run it in `tokio::task::spawn_blocking` and await that:
+///
+/// ```
+/// use pgmill::{Job, JobArgs, JobError, Worker};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Checksum {
+///     path: String,
+/// }
+///
+/// impl JobArgs for Checksum {
+///     const KIND: &'static str = "checksum";
+/// }
+///
+/// struct ChecksumWorker;
+///
+/// impl Worker<Checksum> for ChecksumWorker {
+///     async fn work(&self, job: &Job<Checksum>) -> Result<(), JobError> {
+///         let path = job.args.path.clone();
+///         // Blocking I/O and hashing on the blocking pool; the runtime thread stays free and
+///         // the timeout still ends the attempt (the blocking task runs on to its end).
+///         let sum = tokio::task::spawn_blocking(move || {
+///             std::fs::read(&path).map(|bytes| bytes.iter().map(|&b| u64::from(b)).sum::<u64>())
+///         })
+///         .await??;
+///         tracing::info!(sum, "checksum computed");
+///         Ok(())
+///     }
+/// }
+/// ```
+///
+/// An attempt that ran past its timeout anyway (its worker blocked) keeps its result; it is
+/// warned about once per kind in the log, and recorded every time: in the
+/// `pgmill_job_ran_past_timeout_total` metric, in the event's
+/// [`ran_past_timeout`](crate::Event::ran_past_timeout), and in the attempt's error when it
+/// failed.
 pub trait Worker<A: JobArgs>: Send + Sync + 'static {
     /// Works one job.
     fn work(&self, job: &Job<A>) -> impl Future<Output = Result<(), JobError>> + Send;
 
     /// How long one attempt may run before its work is dropped and the attempt fails; `None`
-    /// uses the client's job timeout.
+    /// uses the client's job timeout. The work is dropped at an `.await`: see
+    /// [blocking work](Worker#blocking-work).
     fn timeout(&self, job: &Job<A>) -> Option<Duration> {
         let _ = job;
         None
@@ -345,6 +389,13 @@ pub(crate) enum WorkResult {
         next_retry: Option<TimeDelta>,
     },
     Undecodable(String),
+    /// The work ended on its own after its `timeout` had passed, which only a worker blocking its
+    /// thread does (a timeout drops the work at an `.await`); `result` stands.
+    RanPastTimeout {
+        timeout: Duration,
+        ran: Duration,
+        result: Box<WorkResult>,
+    },
 }
 
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -398,7 +449,12 @@ impl<A: JobArgs, W: Worker<A>> ErasedWorker for Registered<A, W> {
                     .map_err(|_| t),
                 None => Ok(work.await),
             };
-            match result {
+            // Only work that blocked its thread ends on its own past its deadline.
+            let ran_past = match (deadline, &result) {
+                (Some((t, _)), Ok(_)) => Some((t, started.elapsed())).filter(|&(t, ran)| ran > t),
+                _ => None,
+            };
+            let result = match result {
                 Ok(Ok(Ok(()))) => WorkResult::Ok {
                     recorded: job.recorded.load(Ordering::Relaxed),
                 },
@@ -414,6 +470,14 @@ impl<A: JobArgs, W: Worker<A>> ErasedWorker for Registered<A, W> {
                     after,
                     next_retry: worker.next_retry(&job),
                 },
+            };
+            match ran_past {
+                Some((timeout, ran)) => WorkResult::RanPastTimeout {
+                    timeout,
+                    ran,
+                    result: Box::new(result),
+                },
+                None => result,
             }
         })
     }

@@ -160,6 +160,7 @@ macro_rules! __conformance_cases {
                 snooze_runs_again_without_using_an_attempt, long_snooze_schedules_the_job,
                 cancel_from_the_worker_cancels_the_job, discard_from_the_worker_discards_the_job,
                 timeout_drops_the_work_and_is_recorded, panic_is_caught_and_recorded,
+                blocking_worker_past_its_timeout_is_warned_once_and_recorded,
                 undecodable_args_are_discarded_at_once_keeping_the_args,
                 unknown_kind_is_recorded_and_retried_later,
                 jobs_run_by_priority_then_schedule_then_id, events_report_outcomes_with_timings,

@@ -277,6 +277,7 @@ impl<D: Driver> Client<D> {
             tx,
             JobTracing::new(cfg.trace_propagator.clone()),
             inner.middleware.clone(),
+            inner.metrics.clone(),
         ));
         let producer_config = ProducerConfig {
             client_id: inner.id.clone(),

@@ -7,7 +7,8 @@ use std::time::Duration;
 use pgmill::driver::{Driver, Executor, Statement};
 use pgmill::maintenance::JobRescuerConfig;
 use pgmill::middleware::{METRICS, MetricsConfig};
-use pgmill::{JobError, JobState};
+use pgmill::{Job, JobArgs, JobError, JobState, Worker};
+use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 use crate::metrics_probe::MetricsProbe;
@@ -22,6 +23,29 @@ fn metrics(probe: &MetricsProbe) -> MetricsConfig {
         .recorder(probe.recorder())
 }
 
+/// Args of a job whose worker blocks its thread past its timeout.
+#[derive(Debug, Serialize, Deserialize)]
+struct Blocking {}
+
+impl JobArgs for Blocking {
+    const KIND: &'static str = "blocking";
+}
+
+/// Blocks its thread for 600 ms under a 200 ms timeout, which cannot stop it.
+#[derive(Debug)]
+struct BlockingWorker;
+
+impl Worker<Blocking> for BlockingWorker {
+    async fn work(&self, _job: &Job<Blocking>) -> Result<(), JobError> {
+        std::thread::sleep(Duration::from_millis(600));
+        Ok(())
+    }
+
+    fn timeout(&self, _job: &Job<Blocking>) -> Option<Duration> {
+        Some(Duration::from_millis(200))
+    }
+}
+
 const TASK: [(&str, &str); 2] = [("kind", "task"), ("queue", "default")];
 
 fn outcome(result: &'static str) -> [(&'static str, &'static str); 3] {
@@ -30,7 +54,7 @@ fn outcome(result: &'static str) -> [(&'static str, &'static str); 3] {
 
 /// A client at work emits every metric in the table with exactly its labels: attempts of every
 /// outcome, inserts, a rescue, a superseded outcome, a listener reconnect, an election, claims,
-/// flushes, the leader's queue gauges and the running gauge.
+/// flushes, the leader's queue gauges, the running gauge and an attempt past its timeout.
 pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
     let ctx = ctx::<H>().await;
     let tag = format!("{}_metrics", ctx.schema.name());
@@ -63,6 +87,7 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
         .poll_interval(Duration::from_millis(50))
         .queue("default", 4)
         .worker(worker)
+        .worker(BlockingWorker)
         .rescuer(rescuer)
         .metrics(metrics(&probe))
         .build()
@@ -85,8 +110,9 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
     for n in 1..=4 {
         client.insert(Task { n }).await.unwrap();
     }
+    client.insert(Blocking {}).await.unwrap();
     wait_for("every job finished", async || {
-        count_in(&ctx, JobState::Completed).await == 3
+        count_in(&ctx, JobState::Completed).await == 4
             && count_in(&ctx, JobState::Discarded).await == 1
     })
     .await;
@@ -138,6 +164,13 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
         "every outcome's series starts at zero"
     );
     assert_eq!(probe.counter("pgmill_jobs_inserted_total", &TASK), Some(5));
+    assert_eq!(
+        probe.counter(
+            "pgmill_job_ran_past_timeout_total",
+            &[("kind", "blocking"), ("queue", "default")]
+        ),
+        Some(1)
+    );
     assert_eq!(
         probe.counter(
             "pgmill_jobs_rescued_total",

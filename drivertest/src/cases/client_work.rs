@@ -10,6 +10,8 @@ use pgmill::driver::{Driver, Executor, Statement, Transaction};
 use pgmill::{EventKind, InsertOpts, InsertParams, Inserter, Job, JobError, JobState, Worker};
 use serde_json::json;
 
+use crate::log_capture::{capture_queue, events as log_events};
+use crate::metrics_probe::MetricsProbe;
 use crate::scripted::{DropFlag, ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, migrated as ctx};
 
@@ -256,6 +258,85 @@ pub async fn timeout_drops_the_work_and_is_recorded<H: Harness>() {
         job.errors[0].error.contains("timed out"),
         "{:?}",
         job.errors
+    );
+}
+
+/// A worker that blocks its thread runs past its timeout, which cannot stop it: its result
+/// stands, and the overrun is warned about once per kind in the log and recorded every time (the
+/// event, the metric, and a note in the error of an attempt that failed).
+pub async fn blocking_worker_past_its_timeout_is_warned_once_and_recorded<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let queue = capture_queue(&ctx.schema);
+    let probe = MetricsProbe::new();
+    let worker = ScriptedWorker::new(|run| async move {
+        if run.attempt == 1 {
+            // Blocks the thread: the timeout's timer cannot fire inside this poll.
+            std::thread::sleep(Duration::from_millis(600));
+            if run.n == 2 {
+                return Err(JobError::retry("gave up after blocking"));
+            }
+        }
+        Ok(())
+    })
+    .with_timeout(Duration::from_millis(200));
+    let client = test_client(&ctx)
+        .queue(&queue, 1)
+        .worker(worker.clone())
+        .metrics(pgmill::middleware::MetricsConfig::new().recorder(probe.recorder()))
+        .build()
+        .unwrap();
+    let mut events = client.subscribe();
+    client.start().await.unwrap();
+    let on_queue = InsertOpts::new().queue(&queue);
+    let completed = client
+        .insert_with(Task { n: 1 }, on_queue.clone())
+        .await
+        .unwrap();
+    let failed = client.insert_with(Task { n: 2 }, on_queue).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let e = tokio::time::timeout(Duration::from_secs(60), events.recv())
+            .await
+            .expect("event in time")
+            .expect("client alive");
+        seen.push((e.job.id, e.job.attempt, e.kind, e.ran_past_timeout));
+    }
+    client.stop().await;
+    seen.sort_by_key(|&(id, attempt, ..)| (id, attempt));
+    let past = Some(Duration::from_millis(200));
+    assert_eq!(
+        seen,
+        [
+            (completed.id, 1, EventKind::JobCompleted, past),
+            (failed.id, 1, EventKind::JobFailed, past),
+            (failed.id, 2, EventKind::JobCompleted, None),
+        ]
+    );
+    let job = client.job_get(failed.id).await.unwrap().unwrap();
+    assert_eq!(job.errors.len(), 1);
+    let error = &job.errors[0].error;
+    assert!(
+        error.starts_with("gave up after blocking (the attempt ran ")
+            && error.ends_with("past its timeout of 200ms: the worker blocked its thread)"),
+        "{error}"
+    );
+    let warnings: Vec<_> = log_events(&queue)
+        .into_iter()
+        .filter(|e| {
+            e.level == tracing::Level::WARN
+                && e.fields
+                    .get("message")
+                    .is_some_and(|m| m.contains("ran past its timeout"))
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "warned once for the kind: {warnings:?}");
+    assert_eq!(warnings[0].fields["kind"], "task");
+    assert_eq!(warnings[0].fields["timeout_ms"], "200");
+    assert!(warnings[0].fields["message"].contains("spawn_blocking"));
+    let labels = [("kind", "task"), ("queue", queue.as_str())];
+    assert_eq!(
+        probe.counter("pgmill_job_ran_past_timeout_total", &labels),
+        Some(2)
     );
 }
 
