@@ -169,7 +169,9 @@
 //! The crate root holds the types an application uses. Besides it: [`prelude`] (the names every
 //! worker file needs), [`maintenance`] (the leader's services, for running a pass by hand),
 //! [`middleware`] (code of your own around every attempt and insert; pgmill's job spans, metrics
-//! and trace propagation) and [`driver`] (the seam driver crates implement; not for applications).
+//! and trace propagation), [`testing`] (a job built by hand and a worker run on it without a
+//! client, for tests; the `pgmill-test` crate builds on it) and [`driver`] (the seam driver crates
+//! implement; not for applications).
 //!
 //! # Schema
 //!
@@ -219,6 +221,7 @@ mod retry_policy;
 mod schema;
 mod service;
 mod slot_pool;
+pub mod testing;
 mod timeout_overrun;
 mod worker;
 
