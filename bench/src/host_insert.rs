@@ -35,7 +35,7 @@ impl HostInsert for SqlxDriver {
             .begin()
             .await
             .map_err(|e| BenchError::context("sqlx begin", e))?;
-        let row = tx.insert_job(inserter, job).await?;
+        let row = tx.insert_job(inserter, job).await?.into_job();
         tx.commit()
             .await
             .map_err(|e| BenchError::context("sqlx commit", e))?;
@@ -56,7 +56,7 @@ impl HostInsert for TokioPostgresDriver {
             .await
             .map_err(|e| BenchError::context("deadpool-postgres checkout", e))?;
         let mut tx = client.transaction().await?;
-        let row = tx.insert_job(inserter, job).await?;
+        let row = tx.insert_job(inserter, job).await?.into_job();
         tx.commit().await?;
         Ok(row)
     }
@@ -93,6 +93,7 @@ impl HostInsert for DieselDriver {
             .interact(move |conn| {
                 conn.transaction::<JobRow, DieselTxError, _>(|conn| {
                     conn.insert_job(&inserter, job)
+                        .map(pgmill::InsertResult::into_job)
                         .map_err(DieselTxError::Pgmill)
                 })
             })

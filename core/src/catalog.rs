@@ -59,6 +59,7 @@ queries! {
     JobInsertMany => "job/job_insert_many.sql",
     JobInsertOne => "job/job_insert_one.sql",
     JobInsertPlainMany => "job/job_insert_plain_many.sql",
+    JobInsertUniqueMany => "job/job_insert_unique_many.sql",
     JobList => "job/job_list.sql",
     JobListNewest => "job/job_list_newest.sql",
     JobCountRecentByQueue => "job/job_count_recent_by_queue.sql",

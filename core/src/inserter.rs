@@ -16,7 +16,7 @@ use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};
 use crate::query::{
     CopyShape, job_copy_available, job_insert_many, job_insert_one, job_insert_plain_many,
-    job_notify_insert,
+    job_insert_unique_many, job_notify_insert,
 };
 use crate::schema::Schema;
 
@@ -26,6 +26,42 @@ const BULK_INSERT_CHUNK: usize = 5_000;
 const BULK_COPY_CHUNK: usize = 20_000;
 /// Rows in the first chunk of the bulk path's COPY stream; chunks double from there.
 const BULK_COPY_FIRST_CHUNK: usize = 1_250;
+
+/// What an insert did with one job: the job inserted, or, for a unique job that had a duplicate,
+/// the existing job ([`UniqueOpts`](crate::UniqueOpts)).
+///
+/// It dereferences to the job, so `result.id` reads the job's id.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct InsertResult {
+    /// The job inserted, or the duplicate found instead (as it is now: possibly running or
+    /// finished).
+    pub job: JobRow,
+    /// True when nothing was inserted because `job`, an existing job, is a duplicate.
+    pub skipped_as_duplicate: bool,
+}
+
+impl InsertResult {
+    pub(crate) fn new(job: JobRow, skipped_as_duplicate: bool) -> Self {
+        InsertResult {
+            job,
+            skipped_as_duplicate,
+        }
+    }
+
+    /// The job, inserted or found.
+    pub fn into_job(self) -> JobRow {
+        self.job
+    }
+}
+
+impl std::ops::Deref for InsertResult {
+    type Target = JobRow;
+
+    fn deref(&self) -> &JobRow {
+        &self.job
+    }
+}
 
 /// Inserts jobs through any executor: a pooled connection, or the application's own transaction.
 ///
@@ -214,7 +250,7 @@ impl Inserter {
     fn queues_to_notify<'a>(
         &self,
         params: impl Iterator<Item = &'a InsertParams>,
-        rows: &[JobRow],
+        rows: &[InsertResult],
     ) -> Vec<String> {
         let Some(debouncer) = &self.notify else {
             return Vec::new();
@@ -228,9 +264,9 @@ impl Inserter {
                 if debouncer.try_fire(q) {
                     return true;
                 }
-                let due = rows
-                    .iter()
-                    .find(|r| r.queue == *q && r.state == JobState::Available);
+                let due = rows.iter().find(|r| {
+                    !r.skipped_as_duplicate && r.queue == *q && r.state == JobState::Available
+                });
                 !due.is_some_and(|r| follower.follow(r.id, q))
             })
             .map(str::to_owned)
@@ -283,7 +319,11 @@ impl Inserter {
     ///
     /// A validation error ([`Error::InvalidName`], [`Error::InvalidConfig`],
     /// [`Error::UnknownKind`]) or the database error.
-    pub async fn insert<E: Executor, A: JobArgs>(&self, exec: &mut E, args: A) -> Result<JobRow> {
+    pub async fn insert<E: Executor, A: JobArgs>(
+        &self,
+        exec: &mut E,
+        args: A,
+    ) -> Result<InsertResult> {
         self.insert_with(exec, args, None).await
     }
 
@@ -297,15 +337,29 @@ impl Inserter {
         exec: &mut E,
         args: A,
         opts: impl Into<Option<InsertOpts>>,
-    ) -> Result<JobRow> {
+    ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
-        let job = first(exec.query_as(&job_insert_one(&self.schema, &p[0])).await?)?;
-        let queues = self.queues_to_notify(p.iter(), std::slice::from_ref(&job));
-        self.notify(exec, queues).await?;
-        Ok(job)
+        let result = if p[0].unique.is_some() {
+            first(
+                exec.query_as(&job_insert_unique_many(&self.schema, &p))
+                    .await?,
+            )?
+        } else {
+            InsertResult::new(
+                first(exec.query_as(&job_insert_one(&self.schema, &p[0])).await?)?,
+                false,
+            )
+        };
+        let notify = self.queues_to_notify(
+            inserted(&p, std::slice::from_ref(&result)),
+            std::slice::from_ref(&result),
+        );
+        self.notify(exec, notify).await?;
+        Ok(result)
     }
 
-    /// Inserts many jobs in one round trip and returns them in input order.
+    /// Inserts many jobs in one round trip and returns what happened to each, in input order.
+    /// Unique jobs that have a duplicate (in the table, or earlier in `params`) return it instead.
     ///
     /// # Errors
     ///
@@ -314,24 +368,30 @@ impl Inserter {
         &self,
         exec: &mut E,
         params: &[InsertParams],
-    ) -> Result<Vec<JobRow>> {
+    ) -> Result<Vec<InsertResult>> {
         if params.is_empty() {
             return Ok(Vec::new());
         }
         let params = self.prepare(params)?;
-        let mut rows: Vec<JobRow> = exec
-            .query_as(&job_insert_many(&self.schema, &params))
-            .await?;
-        rows.sort_by_key(|r| r.id);
-        self.notify(exec, self.queues_to_notify(params.iter(), &rows))
-            .await?;
-        Ok(rows)
+        let results = if params.iter().any(|p| p.unique.is_some()) {
+            exec.query_as(&job_insert_unique_many(&self.schema, &params))
+                .await?
+        } else {
+            in_input_order(
+                exec.query_as(&job_insert_many(&self.schema, &params))
+                    .await?,
+            )
+        };
+        let notify = self.queues_to_notify(inserted(&params, &results), &results);
+        self.notify(exec, notify).await?;
+        Ok(results)
     }
 
-    /// Inserts a very large batch as fast as the driver allows and returns how many were inserted.
+    /// Inserts a very large batch as fast as the driver allows and returns how many were inserted
+    /// (unique jobs skipped as duplicates are not counted).
     ///
-    /// Jobs due now (and pending jobs) go in by `COPY` when the driver has it; scheduled jobs and
-    /// drivers without COPY use multi-row inserts. The statements run on `exec` as given: pass a
+    /// Jobs due now (and pending jobs) go in by `COPY` when the driver has it; scheduled jobs,
+    /// unique jobs and drivers without COPY use multi-row inserts. The statements run on `exec` as given: pass a
     /// transaction for all-or-nothing ([`Client::insert_bulk`](crate::Client::insert_bulk) does).
     ///
     /// # Errors
@@ -364,6 +424,13 @@ impl Inserter {
         for chunk in plan.insert_rest.chunks(BULK_INSERT_CHUNK) {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
             inserted += exec.execute(&job_insert_many(&self.schema, &chunk)).await?;
+        }
+        for chunk in plan.insert_unique.chunks(BULK_INSERT_CHUNK) {
+            let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
+            let results: Vec<InsertResult> = exec
+                .query_as(&job_insert_unique_many(&self.schema, &chunk))
+                .await?;
+            inserted += count_inserted(&results);
         }
         self.notify(exec, self.queues_to_notify(params.iter(), &[]))
             .await?;
@@ -424,7 +491,7 @@ impl Inserter {
         &self,
         exec: &mut E,
         args: A,
-    ) -> Result<JobRow> {
+    ) -> Result<InsertResult> {
         self.insert_with_blocking(exec, args, None)
     }
 
@@ -438,12 +505,22 @@ impl Inserter {
         exec: &mut E,
         args: A,
         opts: impl Into<Option<InsertOpts>>,
-    ) -> Result<JobRow> {
+    ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
-        let job = first(exec.query_as(&job_insert_one(&self.schema, &p[0]))?)?;
-        let queues = self.queues_to_notify(p.iter(), std::slice::from_ref(&job));
-        self.notify_blocking(exec, queues)?;
-        Ok(job)
+        let result = if p[0].unique.is_some() {
+            first(exec.query_as(&job_insert_unique_many(&self.schema, &p))?)?
+        } else {
+            InsertResult::new(
+                first(exec.query_as(&job_insert_one(&self.schema, &p[0]))?)?,
+                false,
+            )
+        };
+        let notify = self.queues_to_notify(
+            inserted(&p, std::slice::from_ref(&result)),
+            std::slice::from_ref(&result),
+        );
+        self.notify_blocking(exec, notify)?;
+        Ok(result)
     }
 
     /// [`Inserter::insert_many`] on a blocking executor.
@@ -455,15 +532,19 @@ impl Inserter {
         &self,
         exec: &mut E,
         params: &[InsertParams],
-    ) -> Result<Vec<JobRow>> {
+    ) -> Result<Vec<InsertResult>> {
         if params.is_empty() {
             return Ok(Vec::new());
         }
         let params = self.prepare(params)?;
-        let mut rows: Vec<JobRow> = exec.query_as(&job_insert_many(&self.schema, &params))?;
-        rows.sort_by_key(|r| r.id);
-        self.notify_blocking(exec, self.queues_to_notify(params.iter(), &rows))?;
-        Ok(rows)
+        let results = if params.iter().any(|p| p.unique.is_some()) {
+            exec.query_as(&job_insert_unique_many(&self.schema, &params))?
+        } else {
+            in_input_order(exec.query_as(&job_insert_many(&self.schema, &params))?)
+        };
+        let notify = self.queues_to_notify(inserted(&params, &results), &results);
+        self.notify_blocking(exec, notify)?;
+        Ok(results)
     }
 
     /// [`Inserter::insert_bulk`] on a blocking executor (multi-row inserts, run on `exec` as given).
@@ -482,7 +563,13 @@ impl Inserter {
         let params = self.prepare(params)?;
         let mut inserted = 0;
         for chunk in params.chunks(BULK_INSERT_CHUNK) {
-            inserted += exec.execute(&job_insert_many(&self.schema, chunk))?;
+            if chunk.iter().any(|p| p.unique.is_some()) {
+                let results: Vec<InsertResult> =
+                    exec.query_as(&job_insert_unique_many(&self.schema, chunk))?;
+                inserted += count_inserted(&results);
+            } else {
+                inserted += exec.execute(&job_insert_many(&self.schema, chunk))?;
+            }
         }
         self.notify_blocking(exec, self.queues_to_notify(params.iter(), &[]))?;
         Ok(inserted)
@@ -499,21 +586,26 @@ struct BulkPlan<'a> {
     insert_plain: Vec<&'a InsertParams>,
     /// The rest (scheduled jobs, no COPY, or few rows with metadata or tags), by multi-row inserts.
     insert_rest: Vec<&'a InsertParams>,
+    /// Unique jobs, by the insert that finds duplicates.
+    insert_unique: Vec<&'a InsertParams>,
 }
 
 impl<'a> BulkPlan<'a> {
     fn new<E: Executor>(exec: &E, params: &'a [InsertParams]) -> Self {
+        let (insert_unique, rest): (Vec<&InsertParams>, Vec<&InsertParams>) =
+            params.iter().partition(|p| p.unique.is_some());
         let (copyable, insert_rest): (Vec<&InsertParams>, Vec<&InsertParams>) =
             if exec.supports_copy() {
-                params.iter().partition(|p| is_copyable(p))
+                rest.into_iter().partition(|p| is_copyable(p))
             } else {
-                (Vec::new(), params.iter().collect())
+                (Vec::new(), rest)
             };
         let mut plan = BulkPlan {
             copy_plain: Vec::new(),
             copy_full: Vec::new(),
             insert_plain: Vec::new(),
             insert_rest,
+            insert_unique,
         };
         // One COPY per shape present, so jobs without metadata or tags leave those columns to
         // their defaults instead of having the server parse them.
@@ -540,6 +632,7 @@ impl<'a> BulkPlan<'a> {
             + usize::from(!self.copy_full.is_empty())
             + self.insert_plain.len().div_ceil(BULK_INSERT_CHUNK)
             + self.insert_rest.len().div_ceil(BULK_INSERT_CHUNK)
+            + self.insert_unique.len().div_ceil(BULK_INSERT_CHUNK)
     }
 }
 
@@ -553,11 +646,37 @@ pub(crate) fn due_queues<'a>(params: impl Iterator<Item = &'a InsertParams>) -> 
 }
 
 fn is_copyable(p: &InsertParams) -> bool {
-    p.is_due_now() || (p.pending && p.scheduled_at.is_none() && p.schedule_in.is_none())
+    p.unique.is_none()
+        && (p.is_due_now() || (p.pending && p.scheduled_at.is_none() && p.schedule_in.is_none()))
 }
 
-fn first(rows: Vec<JobRow>) -> Result<JobRow> {
+fn first<T>(rows: Vec<T>) -> Result<T> {
     rows.into_iter()
         .next()
         .ok_or_else(|| Error::decode("inserted job", "insert returned no row"))
+}
+
+/// Rows of `job_insert_many`, which RETURNING gives in no order, in input order (their ids
+/// follow it), as results of jobs that were all inserted.
+fn in_input_order(mut rows: Vec<JobRow>) -> Vec<InsertResult> {
+    rows.sort_by_key(|r| r.id);
+    rows.into_iter()
+        .map(|job| InsertResult::new(job, false))
+        .collect()
+}
+
+/// The jobs of `params` that were inserted (not skipped as duplicates).
+fn inserted<'a>(
+    params: &'a [InsertParams],
+    results: &'a [InsertResult],
+) -> impl Iterator<Item = &'a InsertParams> + 'a {
+    params
+        .iter()
+        .zip(results)
+        .filter(|(_, r)| !r.skipped_as_duplicate)
+        .map(|(p, _)| p)
+}
+
+fn count_inserted(results: &[InsertResult]) -> u64 {
+    results.iter().filter(|r| !r.skipped_as_duplicate).count() as u64
 }

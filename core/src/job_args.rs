@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::ident::validate_name;
+use crate::unique::UniqueOpts;
 
 /// The default queue.
 pub(crate) const DEFAULT_QUEUE: &str = "default";
@@ -74,6 +75,9 @@ pub struct InsertOpts {
     pub metadata: Option<serde_json::Value>,
     /// Insert as `pending`: never fetched until moved to available or scheduled.
     pub pending: Option<bool>,
+    /// Make the job unique: an insert that finds a duplicate returns the existing job instead
+    /// (see [`UniqueOpts`]).
+    pub unique: Option<UniqueOpts>,
 }
 
 impl InsertOpts {
@@ -134,6 +138,12 @@ impl InsertOpts {
         self
     }
 
+    /// Makes the job unique by `unique` (see [`UniqueOpts`]).
+    pub fn unique(mut self, unique: UniqueOpts) -> Self {
+        self.unique = Some(unique);
+        self
+    }
+
     /// These options, with unset fields taken from `defaults`.
     fn or(self, defaults: InsertOpts) -> InsertOpts {
         InsertOpts {
@@ -145,6 +155,7 @@ impl InsertOpts {
             tags: self.tags.or(defaults.tags),
             metadata: self.metadata.or(defaults.metadata),
             pending: self.pending.or(defaults.pending),
+            unique: self.unique.or(defaults.unique),
         }
     }
 }
@@ -162,6 +173,7 @@ pub struct InsertParams {
     pub(crate) tags: Vec<String>,
     pub(crate) metadata: serde_json::Value,
     pub(crate) pending: bool,
+    pub(crate) unique: Option<UniqueOpts>,
 }
 
 impl InsertParams {
@@ -228,6 +240,14 @@ impl InsertParams {
         for tag in &tags {
             validate_name("tag", tag)?;
         }
+        if let Some(unique) = &opts.unique {
+            unique.validate()?;
+            if unique.by_args.as_ref().is_some_and(|f| !f.is_empty()) && !args.is_object() {
+                return Err(Error::InvalidConfig(format!(
+                    "args of {kind} must be a JSON object to be unique by some of their fields"
+                )));
+            }
+        }
         Ok(InsertParams {
             kind: kind.to_owned(),
             args,
@@ -239,7 +259,13 @@ impl InsertParams {
             tags,
             metadata,
             pending: opts.pending.unwrap_or(false),
+            unique: opts.unique,
         })
+    }
+
+    /// The unique options, when the job is unique.
+    pub fn unique(&self) -> Option<&UniqueOpts> {
+        self.unique.as_ref()
     }
 
     /// The kind.
@@ -301,6 +327,14 @@ impl InsertParams {
         }
         if let Some(d) = self.schedule_in {
             o["schedule_in_us"] = json!(d.num_microseconds().unwrap_or(i64::MAX));
+        }
+        if let Some(u) = &self.unique {
+            // The key is computed from the job as finally inserted (after insert hooks).
+            o["unique_key"] = json!(u.key_text(&self.kind, &self.args, &self.queue));
+            o["unique_states"] = json!(u.states_mask());
+            if let Some(period) = u.period_us() {
+                o["unique_period_us"] = json!(period);
+            }
         }
         o
     }

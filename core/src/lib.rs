@@ -52,6 +52,51 @@
 //! # }
 //! ```
 //!
+//! # Unique jobs
+//!
+//! [`InsertOpts::unique`] makes a job unique by what [`UniqueOpts`] asks for: its args (all of
+//! them or some fields), its queue, the period its scheduled time falls in (by the database
+//! clock), and the states in which a job keeps duplicates out (by default all but `cancelled` and
+//! `discarded`; the states before a job finishes always count, so a running job is never
+//! duplicated). An insert that finds a duplicate, from any process, inserts nothing and returns
+//! the existing job; [`InsertResult::skipped_as_duplicate`] says so (a duplicate inserted by a
+//! transaction still open makes the insert wait for that transaction's outcome). Single,
+//! many and bulk inserts and every driver's `tx.insert_job(..)` behave alike:
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use pgmill::{InsertOpts, JobArgs, UniqueOpts};
+//!
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! struct Reindex {
+//!     index: String,
+//! }
+//!
+//! impl JobArgs for Reindex {
+//!     const KIND: &'static str = "reindex";
+//! }
+//!
+//! # async fn run<D: pgmill::driver::Driver>(client: pgmill::Client<D>) -> pgmill::Result<()> {
+//! // One reindex of an index per queue and ten minutes.
+//! let once = InsertOpts::new().unique(
+//!     UniqueOpts::new()
+//!         .by_args()
+//!         .by_queue()
+//!         .by_period(Duration::from_secs(600)),
+//! );
+//! let job = client
+//!     .insert_with(Reindex { index: "users_email".into() }, once.clone())
+//!     .await?;
+//! let dup = client
+//!     .insert_with(Reindex { index: "users_email".into() }, once)
+//!     .await?;
+//! assert!(!job.skipped_as_duplicate && dup.skipped_as_duplicate);
+//! assert_eq!(dup.id, job.id); // the existing job, as it is now
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # What a client does
 //!
 //! | component | what it does |
@@ -223,6 +268,7 @@ mod service;
 mod slot_pool;
 pub mod testing;
 mod timeout_overrun;
+mod unique;
 mod worker;
 
 pub use client::{Client, ClientBuilder, ClientStats, Config, QueueConfig};
@@ -230,7 +276,7 @@ pub use completer::CompleterConfig;
 pub use elector::ElectorConfig;
 pub use error::{DbError, DbErrorKind, Error, Result};
 pub use event::{Event, EventKind, Subscription};
-pub use inserter::Inserter;
+pub use inserter::{InsertResult, Inserter};
 pub use job::{AttemptError, JobId, JobRow, JobState};
 pub use job_args::{InsertOpts, InsertParams, JobArgs};
 pub use migrator::{Direction, MigrateReport, MigrationStatus, Migrator};
@@ -238,4 +284,5 @@ pub use outcome::Outcome;
 pub use periodic::{MissedTicks, PeriodicJob, Schedule};
 pub use retry_policy::{DefaultRetryPolicy, RetryPolicy};
 pub use schema::Schema;
+pub use unique::UniqueOpts;
 pub use worker::{BoxError, Job, JobError, Worker, Workers};

@@ -3,7 +3,7 @@
 use std::future::Future;
 
 use pgmill::driver::{Driver, Row, Statement};
-use pgmill::{DbError, DbErrorKind, InsertParams, Inserter, JobRow, Result};
+use pgmill::{DbError, DbErrorKind, InsertParams, InsertResult, Inserter, Result};
 
 /// Connects the conformance suite to one driver.
 ///
@@ -70,14 +70,14 @@ pub trait Harness: Send + Sync + 'static {
     }
 
     /// Inserts `jobs` in a host transaction with `tx.insert_jobs(&inserter, &jobs)`
-    /// ([`Harness::run_host_transaction`]) and returns the inserted rows as seen inside the
+    /// ([`Harness::run_host_transaction`]) and returns the insert results as seen inside the
     /// transaction.
     fn host_insert(
         url: &str,
         inserter: &Inserter,
         jobs: Vec<InsertParams>,
         commit: bool,
-    ) -> impl Future<Output = Result<Vec<JobRow>>> + Send {
+    ) -> impl Future<Output = Result<Vec<InsertResult>>> + Send {
         let work = HostWork {
             statements: Vec::new(),
             jobs: Some((inserter.clone(), jobs)),
@@ -149,8 +149,8 @@ macro_rules! run_host_work {
 pub struct HostDone {
     /// The rows of each statement, in order.
     pub rows: Vec<Vec<Row>>,
-    /// The inserted jobs, in input order.
-    pub jobs: Vec<JobRow>,
+    /// What the insert did with each job, in input order.
+    pub jobs: Vec<InsertResult>,
 }
 
 /// An error of a library call the harness makes itself (connecting, beginning, committing), as

@@ -175,6 +175,14 @@ macro_rules! __conformance_cases {
                 unknown_kind_is_refused_unless_allowed, invalid_insert_options_are_typed_errors,
                 enqueue_needs_only_an_executor,
             }
+            client_unique {
+                concurrent_inserts_of_one_unique_job_create_exactly_one,
+                many_and_bulk_inserts_skip_duplicates_of_each_other_and_of_existing_jobs,
+                period_boundary_separates_unique_jobs,
+                finished_jobs_block_duplicates_only_in_their_unique_states,
+                unique_keys_compare_only_what_they_are_asked_to,
+                retrying_a_finished_unique_job_whose_key_is_taken_is_a_conflict,
+            }
             client_stop {
                 ten_thousand_jobs_over_three_queues_run_exactly_once,
                 soft_stop_waits_for_running_jobs, hard_stop_interrupts_and_gives_back_the_attempt,

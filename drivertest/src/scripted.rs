@@ -192,3 +192,24 @@ impl Drop for DropFlag {
         self.0.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
+
+/// Sets the state of the jobs `ids` by hand (final states get `finalized_at`) with their
+/// attempts used up.
+pub async fn set_state<D: Driver>(ctx: &TestContext<D>, ids: &[JobId], state: &str) {
+    let finalized = if ["completed", "cancelled", "discarded"].contains(&state) {
+        "now()"
+    } else {
+        "NULL"
+    };
+    ctx.conn()
+        .await
+        .execute(
+            &ctx.stmt(&format!(
+                "UPDATE {{schema}}.pgmill_job SET state = '{state}', finalized_at = {finalized}, \
+                 attempt = max_attempts WHERE id = ANY($1::bigint[])"
+            ))
+            .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>()),
+        )
+        .await
+        .unwrap();
+}

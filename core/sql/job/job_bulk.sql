@@ -2,7 +2,8 @@
 -- cursor, locking the batch first: retry (available now, one more attempt if they used them up),
 -- cancel (at once when not running; a running job is marked, as job_cancel.sql does, and its
 -- client told by the caller) or delete. The caller narrows the states to those the action applies
--- to. Returns the batch's size and last id (the next cursor), how many rows changed, the running
+-- to. A unique job whose key another job holds now (a duplicate inserted after it finished) is
+-- not retried: it would be a second job under the key. Returns the batch's size and last id (the next cursor), how many rows changed, the running
 -- jobs marked for cancellation with their queues, and the queues that got available jobs.
 -- $1: states (text), or NULL
 -- $2: queues, or NULL
@@ -35,6 +36,16 @@ retried AS (
         END
     FROM batch
     WHERE $7::text = 'retry' AND j.id = batch.id AND j.state <> 'running'
+        AND NOT EXISTS (
+            SELECT 1
+            FROM {schema}.pgmill_job AS o
+            WHERE j.unique_key IS NOT NULL
+                AND j.unique_states IS NOT NULL
+                AND o.unique_key = j.unique_key
+                AND o.id <> j.id
+                AND o.unique_states IS NOT NULL
+                AND {schema}.pgmill_job_state_in_bitmask(o.unique_states, o.state)
+        )
     RETURNING j.id AS id, j.queue AS queue
 ),
 cancelled AS (

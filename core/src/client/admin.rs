@@ -7,7 +7,7 @@ use serde_json::json;
 use super::Client;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ident::validate_name;
 use crate::job::{JobId, JobRow, JobState};
 use crate::notifier::ControlMessage;
@@ -277,10 +277,14 @@ impl<D: Driver> Client<D> {
     ///
     /// # Errors
     ///
-    /// The database error.
+    /// [`Error::Conflict`](crate::Error::Conflict) when the job is unique and another job holds
+    /// its key now (a duplicate inserted after this one finished); the database error.
     pub async fn job_retry(&self, id: JobId) -> Result<Option<JobRow>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let job: Option<JobRow> = conn.query_opt(&job_retry(self.schema(), id)).await?;
+        let job: Option<JobRow> = conn
+            .query_opt(&job_retry(self.schema(), id))
+            .await
+            .map_err(|e| unique_conflict(e, || format!("job {id} cannot be retried")))?;
         drop(conn);
         if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Available) {
             self.announce([j.queue.clone()]);
@@ -296,5 +300,19 @@ impl<D: Driver> Client<D> {
     pub async fn job_delete(&self, id: JobId) -> Result<Option<JobRow>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         conn.query_opt(&job_delete(self.schema(), id)).await
+    }
+}
+
+/// A unique violation of a job moving back into its unique states, as a conflict saying so; other
+/// errors as they are.
+pub(crate) fn unique_conflict(e: Error, what: impl FnOnce() -> String) -> Error {
+    if e.is_unique_violation() {
+        Error::Conflict(format!(
+            "{}: it is a unique job and another job holds its unique key now; \
+             retry it once that job has finished",
+            what()
+        ))
+    } else {
+        e
     }
 }

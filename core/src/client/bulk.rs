@@ -77,7 +77,9 @@ impl<D: Driver> Client<D> {
     ///
     /// # Errors
     ///
-    /// The database error; the batches before it stay done.
+    /// The database error; the batches before it stay done. A retry leaves out unique jobs whose
+    /// key another job holds now (they count as matched, not changed); should two of them hold the
+    /// same key in one batch, [`Error::Conflict`](crate::Error::Conflict).
     pub async fn job_bulk(&self, action: BulkAction, params: &JobListParams) -> Result<JobBatch> {
         let error = json!({"attempt": 0, "error": "cancelled by an operator", "panic": false});
         let stmt = job_bulk(self.schema(), action, params, error);
@@ -103,7 +105,9 @@ impl<D: Driver> Client<D> {
             tx.commit().await?;
             row
         } else {
-            one_row(conn.query_opt(&stmt).await?)?
+            one_row(conn.query_opt(&stmt).await.map_err(|e| {
+                super::admin::unique_conflict(e, || "a batch of jobs cannot be retried".into())
+            })?)?
         };
         drop(conn);
         for (id, queue) in &row.running {

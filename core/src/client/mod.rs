@@ -30,8 +30,8 @@ use crate::error::Result;
 use crate::event::{EventSender, Subscription};
 use crate::heartbeat::{Heartbeat, LastBeat};
 use crate::in_flight::InFlight;
-use crate::inserter::{Inserter, due_queues};
-use crate::job::{JobRow, JobState};
+use crate::inserter::{InsertResult, Inserter, due_queues};
+use crate::job::JobState;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
 use crate::maintenance::{PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig};
@@ -470,7 +470,7 @@ impl<D: Driver> Client<D> {
     /// # Errors
     ///
     /// A validation error or the database error.
-    pub async fn insert<A: JobArgs>(&self, args: A) -> Result<JobRow> {
+    pub async fn insert<A: JobArgs>(&self, args: A) -> Result<InsertResult> {
         self.insert_with(args, None).await
     }
 
@@ -483,7 +483,7 @@ impl<D: Driver> Client<D> {
         &self,
         args: A,
         opts: impl Into<Option<InsertOpts>>,
-    ) -> Result<JobRow> {
+    ) -> Result<InsertResult> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let job = self
             .inner
@@ -491,18 +491,19 @@ impl<D: Driver> Client<D> {
             .insert_with(&mut conn, args, opts)
             .await?;
         drop(conn);
-        if job.state == JobState::Available {
+        if job.state == JobState::Available && !job.skipped_as_duplicate {
             self.announce([job.queue.clone()]);
         }
         Ok(job)
     }
 
-    /// Inserts many jobs in one round trip (committed at once), returned in input order.
+    /// Inserts many jobs in one round trip (committed at once); returns what happened to each, in
+    /// input order.
     ///
     /// # Errors
     ///
     /// A validation error or the database error; nothing is inserted then.
-    pub async fn insert_many(&self, params: &[InsertParams]) -> Result<Vec<JobRow>> {
+    pub async fn insert_many(&self, params: &[InsertParams]) -> Result<Vec<InsertResult>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let jobs = self
             .inner
@@ -512,7 +513,7 @@ impl<D: Driver> Client<D> {
         drop(conn);
         let due: BTreeSet<String> = jobs
             .iter()
-            .filter(|j| j.state == JobState::Available)
+            .filter(|j| j.state == JobState::Available && !j.skipped_as_duplicate)
             .map(|j| j.queue.clone())
             .collect();
         self.announce(due);
@@ -520,7 +521,7 @@ impl<D: Driver> Client<D> {
     }
 
     /// Inserts a very large batch (COPY where the driver has it) in one transaction; returns how
-    /// many.
+    /// many were inserted (unique jobs skipped as duplicates are not counted).
     ///
     /// # Errors
     ///

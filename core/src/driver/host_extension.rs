@@ -94,7 +94,7 @@ macro_rules! host_extension_trait {
                 &mut self,
                 inserter: &$crate::Inserter,
                 args: A,
-            ) -> impl ::core::future::Future<Output = $crate::Result<$crate::JobRow>> + Send {
+            ) -> impl ::core::future::Future<Output = $crate::Result<$crate::InsertResult>> + Send {
                 async move { inserter.insert(&mut self.pgmill(), args).await }
             }
 
@@ -109,11 +109,11 @@ macro_rules! host_extension_trait {
                 inserter: &$crate::Inserter,
                 args: A,
                 opts: $crate::InsertOpts,
-            ) -> impl ::core::future::Future<Output = $crate::Result<$crate::JobRow>> + Send {
+            ) -> impl ::core::future::Future<Output = $crate::Result<$crate::InsertResult>> + Send {
                 async move { inserter.insert_with(&mut self.pgmill(), args, opts).await }
             }
 
-            /// Inserts many jobs in one round trip and returns them in input order
+            /// Inserts many jobs in one round trip and returns what happened to each, in input order
             /// ([`Inserter::insert_many`](pgmill::Inserter::insert_many)).
             ///
             /// # Errors
@@ -123,7 +123,7 @@ macro_rules! host_extension_trait {
                 &mut self,
                 inserter: &$crate::Inserter,
                 jobs: &[$crate::InsertParams],
-            ) -> impl ::core::future::Future<Output = $crate::Result<::std::vec::Vec<$crate::JobRow>>>
+            ) -> impl ::core::future::Future<Output = $crate::Result<::std::vec::Vec<$crate::InsertResult>>>
                    + Send {
                 async move { inserter.insert_many(&mut self.pgmill(), jobs).await }
             }
@@ -152,7 +152,7 @@ macro_rules! host_extension_trait {
                 &mut self,
                 inserter: &$crate::Inserter,
                 args: A,
-            ) -> $crate::Result<$crate::JobRow> {
+            ) -> $crate::Result<$crate::InsertResult> {
                 inserter.insert_blocking(&mut self.pgmill(), args)
             }
 
@@ -167,11 +167,11 @@ macro_rules! host_extension_trait {
                 inserter: &$crate::Inserter,
                 args: A,
                 opts: impl ::core::convert::Into<::core::option::Option<$crate::InsertOpts>>,
-            ) -> $crate::Result<$crate::JobRow> {
+            ) -> $crate::Result<$crate::InsertResult> {
                 inserter.insert_with_blocking(&mut self.pgmill(), args, opts)
             }
 
-            /// Inserts many jobs in one round trip and returns them in input order
+            /// Inserts many jobs in one round trip and returns what happened to each, in input order
             /// ([`Inserter::insert_many`](pgmill::Inserter::insert_many)).
             ///
             /// # Errors
@@ -181,7 +181,7 @@ macro_rules! host_extension_trait {
                 &mut self,
                 inserter: &$crate::Inserter,
                 jobs: &[$crate::InsertParams],
-            ) -> $crate::Result<::std::vec::Vec<$crate::JobRow>> {
+            ) -> $crate::Result<::std::vec::Vec<$crate::InsertResult>> {
                 inserter.insert_many_blocking(&mut self.pgmill(), jobs)
             }
         }

@@ -8,6 +8,7 @@ use crate::catalog::Query;
 use crate::driver::{CopyIn, Executor, FromRow, Row, Statement};
 use crate::error::Result;
 use crate::in_flight::HeldClaim;
+use crate::inserter::InsertResult;
 use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::InsertParams;
 use crate::schema::Schema;
@@ -15,6 +16,22 @@ use crate::schema::Schema;
 pub(crate) fn job_insert_many(schema: &Schema, params: &[InsertParams]) -> Statement {
     let rows: Vec<serde_json::Value> = params.iter().map(InsertParams::to_insert_json).collect();
     schema.statement(Query::JobInsertMany).bind(rows)
+}
+
+/// The insert of jobs some of which are unique, returning [`InsertResult`]s in input order.
+pub(crate) fn job_insert_unique_many(schema: &Schema, params: &[InsertParams]) -> Statement {
+    let rows: Vec<serde_json::Value> = params.iter().map(InsertParams::to_insert_json).collect();
+    schema.statement(Query::JobInsertUniqueMany).bind(rows)
+}
+
+impl FromRow for InsertResult {
+    fn from_row(mut row: Row) -> Result<Self> {
+        let skipped_as_duplicate = row.take("skipped_as_duplicate")?;
+        Ok(InsertResult::new(
+            JobRow::from_row(row)?,
+            skipped_as_duplicate,
+        ))
+    }
 }
 
 /// The insert of one job, with typed parameters.

@@ -31,7 +31,7 @@ pub async fn get_returns_the_job_or_none<H: Harness>() {
     let ctx = ctx::<H>().await;
     let client = test_client(&ctx).build().unwrap();
     let job = client.insert(Task { n: 5 }).await.unwrap();
-    assert_eq!(client.job_get(job.id).await.unwrap(), Some(job));
+    assert_eq!(client.job_get(job.id).await.unwrap(), Some(job.job));
     assert_eq!(client.job_get(JobId(i64::MAX)).await.unwrap(), None);
 }
 

@@ -7,28 +7,10 @@ use pgmill::admin::{BulkAction, JobListParams};
 use pgmill::driver::Executor;
 use pgmill::{InsertOpts, InsertParams, JobId, JobState};
 
-use crate::scripted::{ScriptedWorker, Task, count_in, state_counts, test_client, wait_for};
-use crate::{Harness, TestContext, migrated as ctx};
-
-/// Sets the state of the jobs `ids` by hand (final states get `finalized_at`).
-async fn set_state<D: pgmill::driver::Driver>(ctx: &TestContext<D>, ids: &[JobId], state: &str) {
-    let finalized = if ["completed", "cancelled", "discarded"].contains(&state) {
-        "now()"
-    } else {
-        "NULL"
-    };
-    ctx.conn()
-        .await
-        .execute(
-            &ctx.stmt(&format!(
-                "UPDATE {{schema}}.pgmill_job SET state = '{state}', finalized_at = {finalized}, \
-                 attempt = max_attempts WHERE id = ANY($1::bigint[])"
-            ))
-            .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>()),
-        )
-        .await
-        .unwrap();
-}
+use crate::scripted::{
+    ScriptedWorker, Task, count_in, set_state, state_counts, test_client, wait_for,
+};
+use crate::{Harness, migrated as ctx};
 
 /// Runs `action` batch by batch to the end; returns the jobs changed per batch.
 async fn run_bulk<D: pgmill::driver::Driver>(

@@ -13,6 +13,7 @@ pub mod client_middleware;
 pub mod client_notify;
 pub mod client_stop;
 pub mod client_tracing;
+pub mod client_unique;
 pub mod client_work;
 pub mod copy_in;
 pub mod error_sqlstate;
