@@ -22,7 +22,7 @@ use metrics::{Counter, Histogram};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
-use tracing::{Instrument, debug, debug_span, warn};
+use tracing::{Instrument, debug, debug_span, info_span, warn};
 
 use crate::claim_tokens::NO_CLAIM;
 use crate::connection_lease::ConnectionLease;
@@ -145,7 +145,12 @@ impl<D: Driver> BatchCompleter<D> {
     /// Flushes outcomes until every sender is dropped and the queue is empty. After `stopping` is
     /// cancelled, a failing flush is retried a bounded number of times before its outcomes are
     /// abandoned (the jobs stay running; the rescuer recovers them).
-    pub(crate) async fn run(self, mut rx: mpsc::Receiver<Completion>, stopping: CancellationToken) {
+    pub(crate) async fn run(self, rx: mpsc::Receiver<Completion>, stopping: CancellationToken) {
+        let span = info_span!("completer", schema = self.schema.name());
+        self.record(rx, stopping).instrument(span).await;
+    }
+
+    async fn record(&self, mut rx: mpsc::Receiver<Completion>, stopping: CancellationToken) {
         let mut batch = Vec::with_capacity(self.config.max_batch);
         // One connection for a run of back-to-back flushes.
         let mut lease: Option<ConnectionLease<D>> = None;

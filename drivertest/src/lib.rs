@@ -192,7 +192,7 @@ macro_rules! __conformance_cases {
             client_tracing {
                 worker_lines_carry_the_job_span_fields,
                 failed_attempts_warn_with_the_error_and_what_happens_next,
-                trace_context_survives_a_retry,
+                trace_context_survives_a_retry, engine_steps_run_in_debug_spans_with_batch_sizes,
             }
             client_middleware {
                 middleware_wraps_attempts_in_registration_order_and_sees_outcomes,

@@ -1,6 +1,8 @@
 //! The suite's tracing subscriber: captures what happens inside the `pgmill.job` spans of queues
-//! named by [`capture_queue`], so cases can check the fields on a worker's log lines; and prints
-//! everything else when `RUST_LOG` is set (e.g. `RUST_LOG=pgmill=debug`).
+//! named by [`capture_queue`], so cases can check the fields on a worker's log lines; keeps the
+//! engine's own spans (`pgmill.claim`, ...) with the fields of the service spans around them
+//! ([`engine_spans`]); and prints everything else when `RUST_LOG` is set (e.g.
+//! `RUST_LOG=pgmill=debug`).
 //!
 //! A test binary has one global subscriber, shared by cases running in parallel: each case
 //! captures only the spans of its own queue (named after its schema).
@@ -42,12 +44,52 @@ struct Store {
     events: Vec<CapturedEvent>,
     /// Job spans that closed, with every field they recorded.
     closed: Vec<Fields>,
+    /// Engine spans that closed: the name, and every field they and their ancestors recorded.
+    engine: Vec<(String, Fields)>,
 }
 
 static STORE: Mutex<Store> = Mutex::new(Store {
     events: Vec::new(),
     closed: Vec::new(),
+    engine: Vec::new(),
 });
+
+/// The engine's spans of a step that costs time.
+const ENGINE_SPANS: [&str; 4] = [
+    "pgmill.claim",
+    "pgmill.completer_flush",
+    "pgmill.notifier_connect",
+    "pgmill.leader_elect",
+];
+
+/// The spans of the services running those steps, whose fields (a queue, a client id, a schema)
+/// tell one test's client from another's.
+const SERVICE_SPANS: [&str; 4] = ["producer", "completer", "notifier", "elector"];
+
+/// Field values whose engine spans are kept: a test's queue, schema or client id.
+static WATCHED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Keeps from now on the engine spans with a field (of their own or an enclosing span's) equal
+/// to `value`, for [`engine_spans`].
+pub fn watch_engine_spans(value: &str) {
+    WATCHED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(value.to_owned());
+}
+
+/// The closed engine spans named `name` whose own or enclosing spans' fields include
+/// `key = value` (watched with [`watch_engine_spans`]): each with its own fields and its
+/// ancestors' (its own win).
+pub fn engine_spans(name: &str, key: &str, value: &str) -> Vec<Fields> {
+    let store = STORE.lock().unwrap_or_else(|p| p.into_inner());
+    store
+        .engine
+        .iter()
+        .filter(|(n, f)| n == name && f.get(key).map(String::as_str) == Some(value))
+        .map(|(_, f)| f.clone())
+        .collect()
+}
 
 /// A queue name of the test's own whose job spans are captured.
 pub fn capture_queue(schema: &pgmill::Schema) -> String {
@@ -91,11 +133,23 @@ impl Visit for FieldVisitor<'_> {
 /// The fields of a captured job span, kept in its extensions.
 struct JobSpanFields(Fields);
 
+/// The fields of an engine or service span, kept in its extensions.
+struct EngineSpanFields(Fields);
+
 struct CaptureLayer;
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CaptureLayer {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if attrs.metadata().name() != "pgmill.job" {
+        let name = attrs.metadata().name();
+        if ENGINE_SPANS.contains(&name) || SERVICE_SPANS.contains(&name) {
+            let mut fields = Fields::new();
+            attrs.record(&mut FieldVisitor(&mut fields));
+            if let Some(span) = ctx.span(id) {
+                span.extensions_mut().insert(EngineSpanFields(fields));
+            }
+            return;
+        }
+        if name != "pgmill.job" {
             return;
         }
         let mut fields = Fields::new();
@@ -108,9 +162,13 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CaptureLayer {
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(id)
-            && let Some(fields) = span.extensions_mut().get_mut::<JobSpanFields>()
-        {
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut extensions = span.extensions_mut();
+        if let Some(fields) = extensions.get_mut::<JobSpanFields>() {
+            values.record(&mut FieldVisitor(&mut fields.0));
+        } else if let Some(fields) = extensions.get_mut::<EngineSpanFields>() {
             values.record(&mut FieldVisitor(&mut fields.0));
         }
     }
@@ -141,6 +199,26 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CaptureLayer {
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(&id)
+            && ENGINE_SPANS.contains(&span.name())
+        {
+            let mut fields = Fields::new();
+            // Outermost first, so the span's own fields win.
+            for s in span.scope().from_root() {
+                if let Some(f) = s.extensions().get::<EngineSpanFields>() {
+                    fields.extend(f.0.clone());
+                }
+            }
+            let watched = WATCHED.lock().unwrap_or_else(|p| p.into_inner());
+            if fields.values().any(|v| watched.contains(v)) {
+                STORE
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .engine
+                    .push((span.name().to_owned(), fields));
+            }
+            return;
+        }
         if let Some(span) = ctx.span(&id)
             && let Some(fields) = span.extensions_mut().remove::<JobSpanFields>()
         {

@@ -7,7 +7,9 @@ use pgmill::middleware::{TRACE_METADATA_KEY, TraceHeaders, TracePropagator};
 use pgmill::{InsertOpts, JobError, JobState};
 use tracing::{Instrument, Level, info_span};
 
-use crate::log_capture::{CapturedEvent, capture_queue, closed_spans, events};
+use crate::log_capture::{
+    CapturedEvent, capture_queue, closed_spans, engine_spans, events, watch_engine_spans,
+};
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, migrated as ctx};
 
@@ -268,4 +270,92 @@ pub async fn trace_context_survives_a_retry<H: Harness>() {
         .collect();
     attempts.sort();
     assert_eq!(attempts, ["1", "2"], "each attempt has a span of its own");
+}
+
+/// The engine's steps that cost time run in DEBUG spans with their batch sizes, inside the span
+/// of the service running them: a claim (`queue`, `limit`, `num_jobs`), a completer flush
+/// (`num_outcomes`, `num_recorded`, `num_superseded`), a leader election (`elected`) and the
+/// notifier's listener opening (`reconnect`).
+pub async fn engine_steps_run_in_debug_spans_with_batch_sizes<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let queue = capture_queue(&ctx.schema);
+    let schema = ctx.schema.name().to_owned();
+    let client = pgmill::Client::builder(ctx.driver.clone())
+        .schema(ctx.schema.clone())
+        .poll_interval(std::time::Duration::from_millis(50))
+        .queue(&queue, 4)
+        .worker(ScriptedWorker::new(|_| async { Ok(()) }))
+        .build()
+        .unwrap();
+    for value in [queue.as_str(), schema.as_str(), client.id()] {
+        watch_engine_spans(value);
+    }
+    client.start().await.unwrap();
+    for n in 0..3 {
+        client
+            .insert_with(Task { n }, InsertOpts::new().queue(&queue))
+            .await
+            .unwrap();
+    }
+    let num = |f: &crate::log_capture::Fields, k: &str| -> u64 {
+        f.get(k)
+            .unwrap_or_else(|| panic!("{k} in {f:?}"))
+            .parse()
+            .unwrap_or_else(|_| panic!("{k} is a number in {f:?}"))
+    };
+    let recorded = |spans: Vec<crate::log_capture::Fields>| -> u64 {
+        spans.iter().map(|f| num(f, "num_recorded")).sum()
+    };
+    wait_for("the jobs completed", async || {
+        count_in(&ctx, JobState::Completed).await == 3
+    })
+    .await;
+    wait_for("their outcomes flushed", async || {
+        recorded(engine_spans("pgmill.completer_flush", "schema", &schema)) == 3
+    })
+    .await;
+    wait_for("the client elected", async || {
+        engine_spans("pgmill.leader_elect", "client_id", client.id())
+            .iter()
+            .any(|f| f.get("elected").map(String::as_str) == Some("true"))
+    })
+    .await;
+    wait_for("the listener opened", async || {
+        !engine_spans("pgmill.notifier_connect", "schema", &schema).is_empty()
+    })
+    .await;
+    client.stop().await;
+
+    let claims = engine_spans("pgmill.claim", "queue", &queue);
+    assert!(!claims.is_empty(), "claims run in spans");
+    for c in &claims {
+        assert!(num(c, "limit") >= 1, "{c:?}");
+        assert!(num(c, "num_jobs") <= num(c, "limit"), "{c:?}");
+    }
+    assert_eq!(
+        claims.iter().map(|c| num(c, "num_jobs")).sum::<u64>(),
+        3,
+        "the claims' batch sizes add up to the jobs"
+    );
+    let flushes = engine_spans("pgmill.completer_flush", "schema", &schema);
+    for f in &flushes {
+        assert_eq!(
+            num(f, "num_outcomes"),
+            num(f, "num_recorded") + num(f, "num_superseded"),
+            "{f:?}"
+        );
+    }
+    assert_eq!(
+        flushes.iter().map(|f| num(f, "num_outcomes")).sum::<u64>(),
+        3
+    );
+    let connects = engine_spans("pgmill.notifier_connect", "schema", &schema);
+    assert_eq!(
+        connects
+            .first()
+            .and_then(|f| f.get("reconnect"))
+            .map(String::as_str),
+        Some("false"),
+        "the first open is no reconnect: {connects:?}"
+    );
 }
