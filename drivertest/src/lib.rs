@@ -239,6 +239,7 @@ macro_rules! __conformance_cases {
             rescue {
                 a_killed_leaders_jobs_are_rescued_before_its_lease_ends,
                 rescued_and_released_jobs_keep_their_place_in_the_queue,
+                rescue_meets_its_bound_with_defaults_when_the_leader_dies,
             }
             maintenance {
                 jobs_of_a_killed_worker_are_rescued,
