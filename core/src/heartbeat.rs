@@ -11,13 +11,14 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::TimeDelta;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Row};
-use crate::error::{Result, with_timeout};
+use crate::error::{DB_CALL_TIMEOUT, Result, with_timeout};
 use crate::in_flight::InFlight;
 use crate::query::{
     RescuedRow, client_delete, client_heartbeat, client_register, job_notify_insert,
@@ -27,6 +28,18 @@ use crate::schema::Schema;
 
 /// How long after detecting a restart the client keeps releasing jobs whose outcome was lost.
 const RECOVERY_WINDOW: Duration = Duration::from_secs(3);
+/// How long after a fetch failed with its claim possibly committed the client keeps releasing
+/// claims it does not hold: the failed statement may still be running on the server (it was given
+/// up on after `DB_CALL_TIMEOUT`) and commit later.
+const RECONCILE_WINDOW: Duration = Duration::from_secs(DB_CALL_TIMEOUT.as_secs() + 3);
+/// Claims this recent are left alone by a release during recovery: a fetch may be registering them.
+const FRESH_CLAIM: Duration = Duration::from_secs(1);
+/// How often the client also sweeps, outside any recovery, for claims under its name it does not
+/// hold (a claim that committed after even the reconcile window, say)...
+const SWEEP_INTERVAL: Duration = Duration::from_secs(60);
+/// ...of which it releases only those older than this: no fetch of this client can still be
+/// registering them, since every fetch is given up on after `DB_CALL_TIMEOUT`.
+const SWEEP_MARGIN: Duration = Duration::from_secs(2 * DB_CALL_TIMEOUT.as_secs());
 
 /// Default interval between heartbeats.
 pub(crate) const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(3);
@@ -96,8 +109,10 @@ impl<D: Driver> Heartbeat<D> {
         async move {
             let mut registered = false;
             // After a restart, jobs whose outcome was lost are released over a few beats spanning
-            // at least RECOVERY_WINDOW, so the release's one-second margin for fresh fetches passes.
+            // at least RECOVERY_WINDOW, so the release's one-second margin for fresh fetches
+            // passes; after a failed fetch, over RECONCILE_WINDOW.
             let mut recovering: Option<(u32, Instant)> = None;
+            let mut last_sweep = Instant::now();
             loop {
                 let sent = Instant::now();
                 match with_timeout("heartbeat", self.beat(registered)).await {
@@ -110,14 +125,25 @@ impl<D: Driver> Heartbeat<D> {
                     }
                     Err(e) => warn!(error = %e, "heartbeat failed"),
                 }
-                if self.in_flight.take_reconcile() && recovering.is_none() {
-                    recovering = Some((3, Instant::now() + RECOVERY_WINDOW));
+                if self.in_flight.take_reconcile() {
+                    let until = Instant::now() + RECONCILE_WINDOW;
+                    recovering = Some(match recovering {
+                        Some((beats, was)) => (beats.max(3), was.max(until)),
+                        None => (3, until),
+                    });
                 }
                 if let Some((beats, until)) = recovering {
-                    match with_timeout("orphan release", self.release_orphaned()).await {
+                    match with_timeout("orphan release", self.release_orphaned(FRESH_CLAIM)).await {
                         Ok(()) if beats <= 1 && Instant::now() >= until => recovering = None,
                         Ok(()) => recovering = Some((beats.saturating_sub(1), until)),
                         Err(e) => warn!(error = %e, "releasing jobs with lost outcomes failed"),
+                    }
+                } else if last_sweep.elapsed() >= SWEEP_INTERVAL {
+                    last_sweep = Instant::now();
+                    if let Err(e) =
+                        with_timeout("orphan sweep", self.release_orphaned(SWEEP_MARGIN)).await
+                    {
+                        warn!(error = %e, "sweeping for orphaned claims failed");
                     }
                 }
                 tokio::select! {
@@ -187,12 +213,19 @@ impl<D: Driver> Heartbeat<D> {
         Ok(true)
     }
 
-    /// Releases running jobs attributed to this client under claims it does not hold.
-    async fn release_orphaned(&self) -> Result<()> {
+    /// Releases running jobs attributed to this client under claims it does not hold, except
+    /// claims made within `margin`.
+    async fn release_orphaned(&self, margin: Duration) -> Result<()> {
         let held = self.in_flight.snapshot();
+        let margin = TimeDelta::from_std(margin).unwrap_or(TimeDelta::MAX);
         let mut conn = ConnectionLease::acquire(&self.driver).await?;
         let released: Vec<RescuedRow> = conn
-            .query_as(&job_release_orphaned(&self.schema, &self.client_id, &held))
+            .query_as(&job_release_orphaned(
+                &self.schema,
+                &self.client_id,
+                &held,
+                margin,
+            ))
             .await?;
         if !released.is_empty() {
             info!(

@@ -240,6 +240,7 @@ macro_rules! __conformance_cases {
                 a_killed_leaders_jobs_are_rescued_before_its_lease_ends,
                 rescued_and_released_jobs_keep_their_place_in_the_queue,
                 rescue_meets_its_bound_with_defaults_when_the_leader_dies,
+                a_fetch_that_timed_out_after_its_claim_committed_is_reconciled,
             }
             maintenance {
                 jobs_of_a_killed_worker_are_rescued,

@@ -482,17 +482,20 @@ pub(crate) fn job_reassert_running(
         )
 }
 
-/// Releases running jobs attributed to `client_id` under any claim but those `held`.
+/// Releases running jobs attributed to `client_id` under any claim but those `held`, except
+/// claims made within `margin`.
 pub(crate) fn job_release_orphaned(
     schema: &Schema,
     client_id: &str,
     held: &[HeldClaim],
+    margin: TimeDelta,
 ) -> Statement {
     schema
         .statement(Query::JobReleaseOrphaned)
         .bind(client_id)
         .bind(held.iter().map(|c| c.id.0).collect::<Vec<_>>())
         .bind(held.iter().map(|c| c.token).collect::<Vec<_>>())
+        .bind(micros(margin))
 }
 
 pub(crate) fn job_delete_finalized(

@@ -150,7 +150,8 @@ pub async fn rescued_and_released_jobs_keep_their_place_in_the_queue<H: Harness>
             ))
             .bind("releasing")
             .bind(Vec::<i64>::new())
-            .bind(Vec::<i64>::new()),
+            .bind(Vec::<i64>::new())
+            .bind(1_000_000_i64),
         )
         .await
         .unwrap();
@@ -275,10 +276,14 @@ pub async fn rescue_meets_its_bound_with_defaults_when_the_leader_dies<H: Harnes
         let job = survivor.job_get(*id).await.unwrap().unwrap();
         rescued.push((job.errors[0].at - killed_db).to_std().unwrap_or_default());
     }
-    println!(
-        "rescue with defaults, leader and a worker killed: rescued {rescued:.1?} and ran again \
+    // The case's figures, for docs/reliability.md (shown with --nocapture).
+    #[allow(clippy::print_stdout)]
+    {
+        println!(
+            "rescue with defaults, leader and a worker killed: rescued {rescued:.1?} and ran again \
          {rerun:.1?} after the kill; {backlog_left} of 1000 backlog jobs still queued then",
-    );
+        );
+    }
     assert!(survivor.is_leader(), "the survivor took the lease over");
     let slowest = rerun.iter().max().copied().unwrap_or_default();
     assert!(
@@ -287,4 +292,54 @@ pub async fn rescue_meets_its_bound_with_defaults_when_the_leader_dies<H: Harnes
     );
     assert!(backlog_left > 0, "the rescued jobs waited for the backlog");
     survivor.stop_and_cancel().await;
+}
+
+/// A fetch whose claim commits only after the client gave up on it (the engine's 30 s call
+/// timeout; the claim is slowed down by a trigger here, as a frozen process or a stalled server
+/// would) leaves a running row under a claim the client does not hold. The client reconciles: its
+/// heartbeat releases the row (attempt given back), and the job runs once, under a later claim.
+pub async fn a_fetch_that_timed_out_after_its_claim_committed_is_reconciled<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    ctx.script(&ctx.schema.render(
+        "CREATE TABLE {schema}.slow_once (id int);
+         INSERT INTO {schema}.slow_once VALUES (1);
+         CREATE FUNCTION {schema}.slow_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           IF OLD.state = 'available' AND NEW.state = 'running' THEN
+             DELETE FROM {schema}.slow_once;
+             IF FOUND THEN PERFORM pg_sleep(36); END IF;
+           END IF;
+           RETURN NEW;
+         END $$;
+         CREATE TRIGGER slow_claim BEFORE UPDATE ON {schema}.pgmill_job
+           FOR EACH ROW EXECUTE FUNCTION {schema}.slow_claim();",
+    ))
+    .await;
+    let worker = ScriptedWorker::ok();
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .heartbeat_interval(Duration::from_millis(200))
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    client.start().await.unwrap();
+    wait_for("completed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(ctx.count("slow_once").await, 0, "the slow claim committed");
+    let done = client.job_get(job.id).await.unwrap().unwrap();
+    assert_eq!(worker.total_runs(), 1, "{done:?}");
+    assert_eq!(
+        done.attempt, 1,
+        "the orphaned claim gave its attempt back: {done:?}"
+    );
+    assert_eq!(done.errors.len(), 1, "{done:?}");
+    assert!(
+        done.errors[0].error.contains("orphaned"),
+        "{:?}",
+        done.errors
+    );
 }
