@@ -1,0 +1,349 @@
+//! What a scenario found, checked in SQL after the workers stopped: the figures to quote and the
+//! violations of pgmill's guarantees.
+
+use std::fmt;
+use std::process::ExitStatus;
+
+use crate::driver_kind::DriverKind;
+use crate::error::Error;
+use crate::plan::RESCUE_BOUND;
+use crate::probe::Probe;
+
+/// One kill or freeze: the running jobs the process held, and how long after the fault (by the
+/// database clock) each next started on another claim.
+#[derive(Debug, Clone)]
+pub struct FaultFigures {
+    /// `kill` or `freeze`.
+    pub kind: String,
+    /// The client hit.
+    pub client_id: String,
+    /// Seconds from the start of the faults (by the database clock).
+    pub at_s: f64,
+    /// Whether the rescue bound applies ([`Plan::bounded`](crate::Plan::bounded)).
+    pub bounded: bool,
+    /// Whether the process hit was the leader at that moment.
+    pub was_leader: bool,
+    /// Running jobs it held at the fault.
+    pub held: i64,
+    /// Of those, jobs that started again under a later claim.
+    pub rerun: i64,
+    /// Fastest, median and slowest time from the fault to the next start, in seconds.
+    pub delay_s: (f64, f64, f64),
+}
+
+/// The findings of one scenario run.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The driver the workers ran on.
+    pub driver: DriverKind,
+    /// The plan's name.
+    pub plan: &'static str,
+    /// The seed of the victim choices (`PGMILL_FAULTS_SEED` repeats it).
+    pub seed: u64,
+    /// Seconds of faults.
+    pub fault_s: f64,
+    /// Seconds from the end of the faults until every job had finished.
+    pub drain_s: f64,
+    /// Distinct jobs inserted (their `n`).
+    pub inserted: u64,
+    /// Job rows, by state.
+    pub states: Vec<(String, i64)>,
+    /// Inserted numbers with no job row: lost jobs.
+    pub lost: i64,
+    /// Jobs finished without any attempt recorded by a worker.
+    pub never_run: i64,
+    /// Attempts started (runs of `Worker::work`).
+    pub attempts: i64,
+    /// Jobs whose work started more than once.
+    pub started_twice: i64,
+    /// Jobs whose work finished more than once.
+    pub finished_twice: i64,
+    /// Failed attempts recorded on the rows (timeouts of frozen work, mostly).
+    pub errored_attempts: i64,
+    /// Claims (job, fencing token) whose work ran twice.
+    pub claim_run_twice: i64,
+    /// Attempts whose job showed no fencing token.
+    pub without_token: i64,
+    /// Completed jobs whose latest claim had not finished its work when the job was completed:
+    /// an older claim's outcome landed.
+    pub stale_outcomes: i64,
+    /// Late outcomes dropped by the fence, summed over the workers that exited cleanly.
+    pub superseded: i64,
+    /// Per kill and freeze.
+    pub faults: Vec<FaultFigures>,
+    /// Backends terminated, per round.
+    pub terminated: Vec<i64>,
+    /// Seconds each crash restart took.
+    pub restarts_s: Vec<f64>,
+    /// Every worker process that was still running at the end, and how it exited on SIGTERM
+    /// (`None`: not within the wait, then killed).
+    pub exits: Vec<(String, Option<ExitStatus>)>,
+    /// The last lines of every worker's log.
+    pub log_tails: Vec<(String, String)>,
+}
+
+impl Report {
+    /// Reads the figures from the database after the run.
+    pub(crate) async fn gather(probe: &mut Probe, mut report: Report) -> Result<Report, Error> {
+        let rows = probe
+            .query(
+                "SELECT state::text AS state, count(*) AS n FROM {schema}.pgmill_job \
+                 GROUP BY 1 ORDER BY 1",
+                &[],
+            )
+            .await?;
+        report.states = rows.iter().map(|r| (r.get("state"), r.get("n"))).collect();
+        let inserted = i64::try_from(report.inserted).unwrap_or(i64::MAX);
+        report.lost = probe
+            .count(
+                "SELECT count(*) FROM generate_series(0::bigint, $1::bigint - 1) AS g(n) \
+                 WHERE NOT EXISTS (SELECT 1 FROM {schema}.pgmill_job j \
+                 WHERE j.kind = 'fault_job' AND (j.args->>'n')::bigint = g.n)",
+                &[&inserted],
+            )
+            .await?;
+        report.never_run = probe
+            .count(
+                "SELECT count(*) FROM {schema}.pgmill_job j WHERE NOT EXISTS \
+                 (SELECT 1 FROM {schema}.fault_attempt a WHERE a.job_id = j.id)",
+                &[],
+            )
+            .await?;
+        report.attempts = probe
+            .count("SELECT count(*) FROM {schema}.fault_attempt", &[])
+            .await?;
+        report.started_twice = probe
+            .count(
+                "SELECT count(*) FROM (SELECT job_id FROM {schema}.fault_attempt \
+                 GROUP BY job_id HAVING count(*) > 1) AS d",
+                &[],
+            )
+            .await?;
+        report.finished_twice = probe
+            .count(
+                "SELECT count(*) FROM (SELECT job_id FROM {schema}.fault_attempt \
+                 WHERE finished_at IS NOT NULL GROUP BY job_id HAVING count(*) > 1) AS d",
+                &[],
+            )
+            .await?;
+        report.errored_attempts = probe
+            .count(
+                "SELECT coalesce(sum(cardinality(errors)), 0)::bigint FROM {schema}.pgmill_job",
+                &[],
+            )
+            .await?;
+        report.claim_run_twice = probe
+            .count(
+                "SELECT count(*) FROM (SELECT 1 FROM {schema}.fault_attempt \
+                 WHERE claim_token IS NOT NULL \
+                 GROUP BY job_id, claim_token HAVING count(*) > 1) AS d",
+                &[],
+            )
+            .await?;
+        report.without_token = probe
+            .count(
+                "SELECT count(*) FROM {schema}.fault_attempt WHERE claim_token IS NULL",
+                &[],
+            )
+            .await?;
+        // The completion of a job must come from its latest claim: that claim's work finished
+        // (and was recorded) before the job was finalized. An older claim's outcome landing
+        // instead shows as a latest claim still working, or never finishing, at finalization.
+        report.stale_outcomes = probe
+            .count(
+                "SELECT count(*) FROM {schema}.pgmill_job j
+                 CROSS JOIN LATERAL (
+                     SELECT a.finished_at FROM {schema}.fault_attempt a
+                     WHERE a.job_id = j.id
+                     ORDER BY a.attempted_at DESC, a.started_at DESC
+                     LIMIT 1
+                 ) AS latest
+                 WHERE j.state = 'completed'
+                     AND (latest.finished_at IS NULL OR latest.finished_at > j.finalized_at)",
+                &[],
+            )
+            .await?;
+        report.superseded = probe
+            .count(
+                "SELECT coalesce(sum(superseded_results), 0)::bigint FROM {schema}.fault_exit",
+                &[],
+            )
+            .await?;
+        let rows = probe
+            .query(
+                "SELECT e.kind AS kind, e.client_id AS client_id, e.bounded AS bounded,
+                     coalesce(e.leader_id = e.client_id, false) AS was_leader,
+                     count(h.job_id) AS held,
+                     count(r.first_start) AS rerun,
+                     coalesce(extract(epoch FROM min(r.first_start - e.at)), 0)::float8 AS min_s,
+                     coalesce(extract(epoch FROM percentile_cont(0.5)
+                         WITHIN GROUP (ORDER BY r.first_start - e.at)), 0)::float8 AS median_s,
+                     coalesce(extract(epoch FROM max(r.first_start - e.at)), 0)::float8 AS max_s,
+                     extract(epoch FROM e.at - (SELECT min(at) FROM {schema}.fault_event
+                         WHERE kind = 'start'))::float8
+                         AS at_s
+                 FROM {schema}.fault_event e
+                 LEFT JOIN {schema}.fault_held h ON h.event_id = e.id
+                 LEFT JOIN LATERAL (
+                     SELECT min(a.started_at) AS first_start FROM {schema}.fault_attempt a
+                     WHERE a.job_id = h.job_id AND a.attempted_at > e.at
+                 ) AS r ON true
+                 WHERE e.kind IN ('kill', 'freeze')
+                 GROUP BY e.id
+                 ORDER BY e.id",
+                &[],
+            )
+            .await?;
+        report.faults = rows
+            .iter()
+            .map(|r| FaultFigures {
+                kind: r.get("kind"),
+                client_id: r.get("client_id"),
+                at_s: r.get("at_s"),
+                bounded: r.get("bounded"),
+                was_leader: r.get("was_leader"),
+                held: r.get("held"),
+                rerun: r.get("rerun"),
+                delay_s: (r.get("min_s"), r.get("median_s"), r.get("max_s")),
+            })
+            .collect();
+        Ok(report)
+    }
+
+    /// Every guarantee the run broke, in words; empty when it kept them all.
+    pub fn violations(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let unfinished: Vec<_> = self
+            .states
+            .iter()
+            .filter(|(s, _)| s != "completed")
+            .collect();
+        if !unfinished.is_empty() {
+            v.push(format!("jobs not completed: {unfinished:?}"));
+        }
+        if self.lost > 0 {
+            v.push(format!("{} inserted jobs are gone (lost)", self.lost));
+        }
+        if self.never_run > 0 {
+            v.push(format!(
+                "{} jobs finished without their work running",
+                self.never_run
+            ));
+        }
+        if self.claim_run_twice > 0 {
+            v.push(format!(
+                "{} claims (job, fencing token) ran their work twice",
+                self.claim_run_twice
+            ));
+        }
+        if self.without_token > 0 {
+            v.push(format!(
+                "{} attempts saw no fencing token",
+                self.without_token
+            ));
+        }
+        if self.stale_outcomes > 0 {
+            v.push(format!(
+                "{} jobs were completed by an older claim's outcome while a newer claim ran",
+                self.stale_outcomes
+            ));
+        }
+        let bound = RESCUE_BOUND.as_secs_f64();
+        for f in self.faults.iter().filter(|f| f.bounded) {
+            if f.delay_s.2 > bound {
+                v.push(format!(
+                    "the jobs of {} ({} at {:.1} s) ran again {:.1} s after it, over the {bound} s bound",
+                    f.client_id, f.kind, f.at_s, f.delay_s.2
+                ));
+            }
+        }
+        if !self.faults.iter().any(|f| f.kind == "kill" && f.rerun > 0) {
+            v.push("no kill hit a running job: the rescue bound was not measured".into());
+        }
+        if !self.terminated.is_empty() && self.terminated.iter().sum::<i64>() == 0 {
+            v.push("the terminations found no backend of the workers".into());
+        }
+        for (id, status) in &self.exits {
+            match status {
+                Some(s) if s.success() => {}
+                Some(s) => v.push(format!("{id} exited with {s} on SIGTERM")),
+                None => v.push(format!("{id} did not exit on SIGTERM")),
+            }
+        }
+        v
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "fault scenario {} on {} (seed {}): {:.0} s of faults, drained {:.1} s later",
+            self.plan, self.driver, self.seed, self.fault_s, self.drain_s
+        )?;
+        writeln!(
+            f,
+            "  jobs: {} inserted, states {:?}, lost {}, never run {}",
+            self.inserted, self.states, self.lost, self.never_run
+        )?;
+        writeln!(
+            f,
+            "  attempts: {} started; jobs started twice {}, finished twice {}; failed attempts {}",
+            self.attempts, self.started_twice, self.finished_twice, self.errored_attempts
+        )?;
+        writeln!(
+            f,
+            "  fence: claims run twice {}, attempts without token {}, stale outcomes landed {}, \
+             late outcomes dropped {}",
+            self.claim_run_twice, self.without_token, self.stale_outcomes, self.superseded
+        )?;
+        for x in &self.faults {
+            writeln!(
+                f,
+                "  {} {}{} at {:.1} s{}: held {} running, {} ran again after {:.1} / {:.1} / {:.1} s \
+                 (min / median / max), {} finished before the fault took hold",
+                x.kind,
+                x.client_id,
+                if x.was_leader { " (leader)" } else { "" },
+                x.at_s,
+                if x.bounded {
+                    ""
+                } else {
+                    " (restart within the bound)"
+                },
+                x.held,
+                x.rerun,
+                x.delay_s.0,
+                x.delay_s.1,
+                x.delay_s.2,
+                x.held - x.rerun
+            )?;
+        }
+        writeln!(f, "  backends terminated per round: {:?}", self.terminated)?;
+        writeln!(
+            f,
+            "  crash restarts took: {:?} s",
+            self.restarts_s
+                .iter()
+                .map(|s| (s * 10.0).round() / 10.0)
+                .collect::<Vec<_>>()
+        )?;
+        let clean = self
+            .exits
+            .iter()
+            .filter(|(_, s)| s.is_some_and(|s| s.success()))
+            .count();
+        writeln!(
+            f,
+            "  workers at the end: {} of {} exited cleanly on SIGTERM",
+            clean,
+            self.exits.len()
+        )?;
+        if !self.violations().is_empty() {
+            for (id, tail) in &self.log_tails {
+                writeln!(f, "  --- last lines of {id}'s log ---\n{tail}")?;
+            }
+        }
+        Ok(())
+    }
+}
