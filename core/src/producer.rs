@@ -39,6 +39,7 @@ use crate::error::{Error, Result, with_timeout};
 use crate::in_flight::{HeldClaim, InFlight};
 use crate::job::JobRow;
 use crate::job_executor::JobExecutor;
+use crate::locker::Locker;
 use crate::query::{
     FetchPosition, IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
 };
@@ -93,6 +94,8 @@ pub(crate) struct Producer<D: Driver> {
     in_flight: Arc<InFlight>,
     claim_seconds: Histogram,
     claim_jobs: Histogram,
+    /// The client's locker, in the advisory-lock claim mode.
+    locker: Option<Arc<Locker<D>>>,
 }
 
 impl<D: Driver> Producer<D> {
@@ -117,7 +120,14 @@ impl<D: Driver> Producer<D> {
             executor,
             handle,
             in_flight,
+            locker: None,
         }
+    }
+
+    /// Claims by advisory lock through `locker` instead of by row state.
+    pub(crate) fn with_locker(mut self, locker: Arc<Locker<D>>) -> Self {
+        self.locker = Some(locker);
+        self
     }
 
     /// Fetches and runs jobs until `stop` (soft: fetch nothing more), then waits for the jobs it
@@ -270,12 +280,16 @@ impl<D: Driver> Producer<D> {
             let started = Instant::now();
             let after = cursor.next_claim();
             let token = self.config.claim_tokens.next();
-            let jobs = with_timeout("fetch", async {
+            let (jobs, generation) = with_timeout("fetch", async {
+                if let Some(locker) = &self.locker {
+                    let (jobs, generation) = locker.claim(&self.queue, limit, after, token).await?;
+                    return Ok((jobs, Some(generation)));
+                }
                 let conn = match &mut lease {
                     Some(conn) => conn,
                     None => lease.insert(ConnectionLease::acquire(&self.driver).await?),
                 };
-                job_get_available(
+                let jobs = job_get_available(
                     conn,
                     self.executor.schema_ref(),
                     &self.queue,
@@ -284,7 +298,8 @@ impl<D: Driver> Producer<D> {
                     token,
                     after,
                 )
-                .await
+                .await?;
+                Ok((jobs, None))
             })
             .instrument(span.clone())
             .await?;
@@ -293,12 +308,14 @@ impl<D: Driver> Producer<D> {
             span.record("num_jobs", fetched);
             self.claim_seconds.record(started.elapsed().as_secs_f64());
             self.claim_jobs.record(fetched as f64);
-            self.in_flight.add_all(jobs.iter().map(|j| HeldClaim {
-                id: j.id,
-                attempt: j.attempt,
-                token,
-                attempted_at: j.attempted_at,
-            }));
+            if generation.is_none() {
+                self.in_flight.add_all(jobs.iter().map(|j| HeldClaim {
+                    id: j.id,
+                    attempt: j.attempt,
+                    token,
+                    attempted_at: j.attempted_at,
+                }));
+            }
             // Each job's own token: an operator's cancel request cancels it, and so does a hard
             // stop (`cancel_running_on_kill`). Not a child of `kill`: children of one token share
             // its lock, which every job's start and end would contend for. The claim's jobs are
@@ -306,6 +323,12 @@ impl<D: Driver> Producer<D> {
             let batch = self.handle.register(jobs.iter().map(|j| j.id));
             if kill.is_cancelled() {
                 self.handle.cancel_all_running();
+            }
+            if let (Some(locker), Some(generation)) = (&self.locker, generation)
+                && locker.generation() != generation
+            {
+                // The session was lost before these jobs were registered: they are lost too.
+                (0..fetched).for_each(|i| batch.job(i).1.cancel());
             }
             // Free slots take the oldest buffered jobs first, so jobs start in fetch order.
             slots.push(

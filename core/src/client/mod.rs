@@ -8,7 +8,7 @@ mod browse;
 mod bulk;
 mod config;
 
-pub use config::{ClientBuilder, Config, QueueConfig};
+pub use config::{ClaimMode, ClientBuilder, Config, QueueConfig};
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -34,6 +34,7 @@ use crate::inserter::{InsertResult, Inserter, due_queues};
 use crate::job::JobState;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
+use crate::locker::{ClaimCheck, Locker};
 use crate::maintenance::{PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig};
 use crate::middleware::{JobMetrics, JobTracing, MetricsConfig, MiddlewareStack};
 use crate::migrator::{MigrateReport, Migrator};
@@ -55,6 +56,12 @@ pub struct ClientStats {
     pub superseded_results: u64,
     /// Completer flushes (UPDATE statements).
     pub completer_flushes: u64,
+    /// Jobs this client held by advisory lock when its locker lost its session
+    /// ([`ClaimMode::AdvisoryLock`]); each may run again elsewhere.
+    pub lost_claims: u64,
+    /// Outcomes dropped unrecorded because their advisory claim was lost with the locker's
+    /// session ([`ClaimMode::AdvisoryLock`]).
+    pub lost_results: u64,
 }
 
 /// A pgmill client: works its queues with its workers, and inserts and administers jobs.
@@ -89,18 +96,20 @@ struct ClientInner<D: Driver> {
     in_flight: Arc<InFlight>,
     /// Fencing tokens for this client's claims, unique over its whole life.
     claim_tokens: Arc<ClaimTokens>,
-    running: Mutex<Option<Running>>,
+    running: Mutex<Option<Running<D>>>,
     /// Every middleware attempts and inserts run through (the metrics middleware first).
     middleware: MiddlewareStack,
     metrics: MetricsSink,
 }
 
 /// The tasks of a started client.
-struct Running {
+struct Running<D: Driver> {
     producers: Vec<Service>,
     completer: Service,
     background: Vec<Service>,
     kill: CancellationToken,
+    /// The locker, in the advisory-lock claim mode.
+    locker: Option<Arc<Locker<D>>>,
 }
 
 impl<D: Driver> fmt::Debug for Client<D> {
@@ -234,6 +243,8 @@ impl<D: Driver> Client<D> {
             recorded_outcomes: s.recorded.load(Ordering::Relaxed),
             superseded_results: s.superseded.load(Ordering::Relaxed),
             completer_flushes: s.flushes.load(Ordering::Relaxed),
+            lost_claims: s.lost_claims.load(Ordering::Relaxed),
+            lost_results: s.lost_results.load(Ordering::Relaxed),
         }
     }
 
@@ -245,9 +256,14 @@ impl<D: Driver> Client<D> {
     /// rescuer, cleaners and periodic enqueuer. Every background loop but the completer runs under
     /// a supervisor that restarts it after a panic.
     ///
+    /// In the advisory-lock claim mode ([`ClaimMode::AdvisoryLock`]) it first opens the locker's
+    /// session and checks the lock budget against the server's lock table.
+    ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for bad maintenance settings.
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for bad maintenance settings, or a
+    /// lock budget above half the server's lock table in the advisory-lock claim mode; the
+    /// connection error when that mode's locker session cannot be opened.
     pub async fn start(&self) -> Result<()> {
         let mut running = self.inner.running.lock().await;
         if running.is_some() {
@@ -256,10 +272,26 @@ impl<D: Driver> Client<D> {
         let inner = &self.inner;
         let cfg = &inner.config;
         let backoff = cfg.supervisor_backoff;
+        let locker = match cfg.claim_mode {
+            ClaimMode::RowState => None,
+            ClaimMode::AdvisoryLock if cfg.queues.is_empty() => None,
+            ClaimMode::AdvisoryLock => {
+                let locker = Arc::new(Locker::new(
+                    inner.driver.clone(),
+                    cfg.schema.clone(),
+                    inner.id.clone(),
+                    cfg.lock_budget(),
+                    inner.queues.clone(),
+                    Arc::clone(&inner.stats),
+                ));
+                locker.open().await?;
+                Some(locker)
+            }
+        };
         let (tx, rx) = mpsc::channel(cfg.completer.buffer);
         let completer = Service::new();
         let stopping = completer.token();
-        let batch_completer = BatchCompleter::new(
+        let mut batch_completer = BatchCompleter::new(
             inner.driver.clone(),
             cfg.schema.clone(),
             cfg.completer.clone(),
@@ -268,8 +300,11 @@ impl<D: Driver> Client<D> {
             Arc::clone(&inner.stats),
             inner.metrics.clone(),
         );
+        if let Some(locker) = &locker {
+            batch_completer = batch_completer.with_locker(Arc::clone(locker), inner.id.clone());
+        }
         completer.start(batch_completer.run(rx, stopping)).await;
-        let executor = Arc::new(JobExecutor::new(
+        let mut executor = JobExecutor::new(
             inner.workers.clone(),
             cfg.schema.clone(),
             Arc::clone(&cfg.retry_policy),
@@ -278,7 +313,11 @@ impl<D: Driver> Client<D> {
             JobTracing::new(cfg.trace_propagator.clone()),
             inner.middleware.clone(),
             inner.metrics.clone(),
-        ));
+        );
+        if let Some(locker) = &locker {
+            executor = executor.with_claim_check(Arc::clone(locker) as Arc<dyn ClaimCheck>);
+        }
+        let executor = Arc::new(executor);
         let producer_config = ProducerConfig {
             client_id: inner.id.clone(),
             fetch_limit: cfg.fetch_limit,
@@ -292,7 +331,7 @@ impl<D: Driver> Client<D> {
         let kill = CancellationToken::new();
         let mut producers = Vec::new();
         for (queue, q) in &cfg.queues {
-            let producer = Producer::new(
+            let mut producer = Producer::new(
                 inner.driver.clone(),
                 queue.clone(),
                 q.max_workers,
@@ -301,6 +340,9 @@ impl<D: Driver> Client<D> {
                 Arc::clone(&inner.queues[queue]),
                 Arc::clone(&inner.in_flight),
             );
+            if let Some(locker) = &locker {
+                producer = producer.with_locker(Arc::clone(locker));
+            }
             let service = Service::new();
             let (stop, kill) = (service.token(), kill.clone());
             service
@@ -336,7 +378,7 @@ impl<D: Driver> Client<D> {
                         .await,
                 );
             }
-            let heartbeat = Heartbeat::new(
+            let mut heartbeat = Heartbeat::new(
                 inner.driver.clone(),
                 cfg.schema.clone(),
                 inner.id.clone(),
@@ -345,6 +387,9 @@ impl<D: Driver> Client<D> {
                 Arc::clone(&inner.in_flight),
                 last_beat,
             );
+            if let Some(locker) = &locker {
+                heartbeat = heartbeat.with_locker(Arc::clone(locker));
+            }
             background.push(
                 spawn_supervised("heartbeat", backoff, move |stop| {
                     heartbeat.clone().run(stop)
@@ -357,6 +402,7 @@ impl<D: Driver> Client<D> {
             completer,
             background,
             kill,
+            locker,
         });
         info!(client_id = %inner.id, queues = ?cfg.queues.keys().collect::<Vec<_>>(), "client started");
         Ok(())
@@ -441,6 +487,10 @@ impl<D: Driver> Client<D> {
         // Every sender is gone once the producers' jobs ended: the completer drains and ends.
         running.completer.token().cancel();
         running.completer.join().await;
+        if let Some(locker) = &running.locker {
+            // Every outcome is recorded: whatever the session still holds goes with it.
+            locker.close().await;
+        }
         // Last: leadership (resigning), the notifier, and the heartbeat, which removes the
         // client's row only now that none of its jobs runs.
         for s in &running.background {
