@@ -33,8 +33,8 @@ use crate::error::{Error, Result, with_timeout};
 use crate::event::{Event, EventSender};
 use crate::in_flight::InFlight;
 use crate::job::{JobId, JobRow};
-use crate::outcome::Outcome;
 use crate::locker::Locker;
+use crate::outcome::Outcome;
 use crate::query::{
     AdvisoryClaim, SetStateParams, SetStateResult, job_advisory_complete_many,
     job_advisory_mark_running, job_set_completed_many, job_set_state_if_running_many,
@@ -320,7 +320,8 @@ impl<D: Driver> BatchCompleter<D> {
         let span = flush_span(writes.len());
         let started = Instant::now();
         if !writes.is_empty() {
-            let claims: Vec<AdvisoryClaim> = writes.iter().map(|c| AdvisoryClaim::of(&c.job)).collect();
+            let claims: Vec<AdvisoryClaim> =
+                writes.iter().map(|c| AdvisoryClaim::of(&c.job)).collect();
             let plain = writes.iter().all(|c| {
                 matches!(c.outcome, Outcome::Completed { .. })
                     && c.job.metadata.get("periodic").is_none()

@@ -73,7 +73,10 @@ impl JobExecutor {
     /// False when the job's advisory claim was lost before it started.
     fn claim_holds(&self, job: &JobRow) -> bool {
         self.claims.as_ref().is_none_or(|c| {
-            c.holds(job.id, job.claim_token.unwrap_or(crate::claim_tokens::NO_CLAIM))
+            c.holds(
+                job.id,
+                job.claim_token.unwrap_or(crate::claim_tokens::NO_CLAIM),
+            )
         })
     }
 

@@ -145,7 +145,11 @@ impl<D: Driver> Locker<D> {
                 status.lock_table
             )));
         }
-        debug!(budget, lock_table = status.lock_table, "advisory locker opened");
+        debug!(
+            budget,
+            lock_table = status.lock_table,
+            "advisory locker opened"
+        );
         Ok(())
     }
 
@@ -210,7 +214,10 @@ impl<D: Driver> Locker<D> {
         if limit == 0 {
             return Ok((Vec::new(), self.generation()));
         }
-        match self.claim_on(&mut s, queue, limit, held, after, token).await {
+        match self
+            .claim_on(&mut s, queue, limit, held, after, token)
+            .await
+        {
             Ok(jobs) => Ok((jobs, self.generation())),
             Err(e) => {
                 self.lose_locked(&mut s, &e);
@@ -230,13 +237,7 @@ impl<D: Driver> Locker<D> {
     ) -> Result<Vec<JobRow>> {
         let conn = self.start_statement(s).await?;
         let locked: Vec<IdRow> = conn
-            .query_as(&job_advisory_claim(
-                &self.schema,
-                queue,
-                limit,
-                held,
-                after,
-            ))
+            .query_as(&job_advisory_claim(&self.schema, queue, limit, held, after))
             .await?;
         if locked.is_empty() {
             s.busy = false;
@@ -303,7 +304,10 @@ impl<D: Driver> Locker<D> {
         }
         let result = with_timeout("locker unlock", async {
             s.busy = true;
-            let conn = s.conn.as_mut().ok_or_else(|| Error::decode("locker", "closed"))?;
+            let conn = s
+                .conn
+                .as_mut()
+                .ok_or_else(|| Error::decode("locker", "closed"))?;
             let released: i64 = conn
                 .query_scalar(&job_advisory_unlock(&self.schema, ids.clone()))
                 .await?;

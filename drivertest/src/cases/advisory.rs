@@ -329,7 +329,10 @@ pub async fn a_terminated_locker_drops_in_flight_results_and_recovers<H: Harness
         count_in(&ctx, JobState::Completed).await == 5
     })
     .await;
-    assert!(dropped.load(Ordering::SeqCst), "the hung workers were not cancelled");
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the hung workers were not cancelled"
+    );
     let stats = client.stats();
     assert_eq!(stats.lost_claims, 5);
     assert!(
@@ -343,7 +346,11 @@ pub async fn a_terminated_locker_drops_in_flight_results_and_recovers<H: Harness
         .job_list(&pgmill::admin::JobListParams::new())
         .await
         .unwrap();
-    assert!(page.jobs.iter().all(|j| j.attempt == 1 && j.errors.is_empty()));
+    assert!(
+        page.jobs
+            .iter()
+            .all(|j| j.attempt == 1 && j.errors.is_empty())
+    );
     // And it keeps working.
     client.insert_bulk(&tasks(20)).await.unwrap();
     wait_for("the next jobs completed", async || {
@@ -408,7 +415,10 @@ pub async fn a_lock_budget_above_half_the_lock_table_is_refused<H: Harness>() {
     client.insert(Task { n: 0 }).await.unwrap();
     let err = client.start().await.unwrap_err();
     assert!(matches!(err, pgmill::Error::InvalidConfig(_)), "{err}");
-    assert!(err.to_string().contains("max_locks_per_transaction"), "{err}");
+    assert!(
+        err.to_string().contains("max_locks_per_transaction"),
+        "{err}"
+    );
     client.stop().await;
     assert_eq!(count_in(&ctx, JobState::Available).await, 1);
 }
