@@ -26,6 +26,9 @@ pub enum Fault {
     Freeze(Target),
     /// SIGCONT of the frozen worker.
     Thaw,
+    /// SIGTERM of a worker under load (a soft stop: its running jobs finish, its buffered ones
+    /// are given back), waited for, then respawned.
+    Stop(Target),
     /// `pg_ctl restart -m immediate` (a crash restart). Left out when the scenario runs on
     /// `DATABASE_URL`'s server, which it cannot restart.
     RestartImmediate,
@@ -94,6 +97,7 @@ impl Plan {
                 step(30, TerminateBackends),
                 step(33, TerminateBackends),
                 step(36, TerminateBackends),
+                step(44, Stop(Target::Random)),
                 step(52, RestartImmediate),
                 step(62, Kill(Target::Leader)),
             ],
@@ -121,6 +125,7 @@ impl Plan {
             steps.push(step(secs, TerminateBackends));
         }
         steps.push(step(20, Freeze(Target::Leader)));
+        steps.push(step(133, Stop(Target::Random)));
         steps.push(step(60, Thaw));
         steps.push(step(75, RestartImmediate));
         steps.push(step(150, RestartImmediate));
@@ -157,7 +162,14 @@ impl Plan {
     /// table, and the rescuer then waits a grace period before it rescues anything; a leader
     /// killed or frozen leaves rescue waiting until another client takes the lease over (up to
     /// the client timeout). The bound is promised for one death, not for two in a row.
+    ///
+    /// A soft stop needs no rescue (its buffered jobs are given back at once), so the bound
+    /// always applies to it.
     pub fn bounded(&self, at: Duration) -> bool {
+        let soft_stop = |s: &Step| s.at == at && matches!(s.fault, Fault::Stop(_));
+        if self.steps.iter().any(soft_stop) {
+            return true;
+        }
         !self.steps.iter().any(|s| {
             let stops_rescue = matches!(
                 s.fault,
@@ -204,6 +216,10 @@ mod tests {
         assert!(
             plan.bounded(Duration::from_secs(62)),
             "a fault does not unbound itself"
+        );
+        assert!(
+            plan.bounded(Duration::from_secs(44)),
+            "a soft stop needs no rescue"
         );
         let plan = plan.without_restarts();
         assert!(plan.bounded(Duration::from_secs(30)));

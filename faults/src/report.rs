@@ -9,11 +9,11 @@ use crate::error::Error;
 use crate::plan::RESCUE_BOUND;
 use crate::probe::Probe;
 
-/// One kill or freeze: the running jobs the process held, and how long after the fault (by the
-/// database clock) each next started on another claim.
+/// One kill, freeze or soft stop: the running jobs the process held (working or buffered), and
+/// how long after the fault (by the database clock) each next started on another claim.
 #[derive(Debug, Clone)]
 pub struct FaultFigures {
-    /// `kill` or `freeze`.
+    /// `kill`, `freeze` or `stop`.
     pub kind: String,
     /// The client hit.
     pub client_id: String,
@@ -29,6 +29,18 @@ pub struct FaultFigures {
     pub rerun: i64,
     /// Fastest, median and slowest time from the fault to the next start, in seconds.
     pub delay_s: (f64, f64, f64),
+    /// Of the held jobs, those the rescuer gave back after the fault (a soft stop gives its
+    /// buffered jobs back itself, without a rescue).
+    pub rescued: i64,
+    /// Fastest, median and slowest time from the fault to the rescue (the first one after it),
+    /// in seconds, by the rescue's own `now()` in the job's errors.
+    pub rescue_s: (f64, f64, f64),
+    /// Held jobs rescued more than once after the fault: the client that claimed them next was
+    /// hit by a later fault before it started them, so their next start says nothing of this
+    /// fault's rescue.
+    pub hit_again: i64,
+    /// The slowest next start of the held jobs that were not hit again, in seconds.
+    pub delay_once_max_s: f64,
 }
 
 /// The findings of one scenario run.
@@ -67,9 +79,13 @@ pub struct Report {
     /// Completed jobs whose latest claim had not finished its work when the job was completed:
     /// an older claim's outcome landed.
     pub stale_outcomes: i64,
-    /// Late outcomes dropped by the fence, summed over the workers that exited cleanly.
+    /// Late outcomes dropped by the fence, summed over the workers that exited cleanly (a
+    /// worker killed later takes its count with it).
     pub superseded: i64,
-    /// Per kill and freeze.
+    /// Work that finished under a claim that was no longer its job's latest: outcomes the fence
+    /// had to drop (or that died with their process before they were sent).
+    pub stale_work: i64,
+    /// Per kill, freeze and soft stop.
     pub faults: Vec<FaultFigures>,
     /// Backends terminated, per round.
     pub terminated: Vec<i64>,
@@ -78,6 +94,8 @@ pub struct Report {
     /// Every worker process that was still running at the end, and how it exited on SIGTERM
     /// (`None`: not within the wait, then killed).
     pub exits: Vec<(String, Option<ExitStatus>)>,
+    /// Every worker soft-stopped under load: how it exited, and how many seconds it took.
+    pub stops: Vec<(String, Option<ExitStatus>, f64)>,
     /// The last lines of every worker's log.
     pub log_tails: Vec<(String, String)>,
 }
@@ -169,6 +187,15 @@ impl Report {
                 &[],
             )
             .await?;
+        report.stale_work = probe
+            .count(
+                "SELECT count(*) FROM {schema}.fault_attempt a
+                 WHERE a.finished_at IS NOT NULL
+                     AND a.attempted_at < (SELECT max(b.attempted_at)
+                         FROM {schema}.fault_attempt b WHERE b.job_id = a.job_id)",
+                &[],
+            )
+            .await?;
         let rows = probe
             .query(
                 "SELECT e.kind AS kind, e.client_id AS client_id, e.bounded AS bounded,
@@ -179,6 +206,17 @@ impl Report {
                      coalesce(extract(epoch FROM percentile_cont(0.5)
                          WITHIN GROUP (ORDER BY r.first_start - e.at)), 0)::float8 AS median_s,
                      coalesce(extract(epoch FROM max(r.first_start - e.at)), 0)::float8 AS max_s,
+                     count(x.first_rescue) AS rescued,
+                     coalesce(extract(epoch FROM min(x.first_rescue - e.at)), 0)::float8
+                         AS rescue_min_s,
+                     coalesce(extract(epoch FROM percentile_cont(0.5)
+                         WITHIN GROUP (ORDER BY x.first_rescue - e.at)), 0)::float8
+                         AS rescue_median_s,
+                     coalesce(extract(epoch FROM max(x.first_rescue - e.at)), 0)::float8
+                         AS rescue_max_s,
+                     count(*) FILTER (WHERE x.rescues > 1) AS hit_again,
+                     coalesce(extract(epoch FROM max(r.first_start - e.at)
+                         FILTER (WHERE x.rescues <= 1)), 0)::float8 AS max_once_s,
                      extract(epoch FROM e.at - (SELECT min(at) FROM {schema}.fault_event
                          WHERE kind = 'start'))::float8
                          AS at_s
@@ -188,7 +226,15 @@ impl Report {
                      SELECT min(a.started_at) AS first_start FROM {schema}.fault_attempt a
                      WHERE a.job_id = h.job_id AND a.attempted_at > e.at
                  ) AS r ON true
-                 WHERE e.kind IN ('kill', 'freeze')
+                 LEFT JOIN {schema}.pgmill_job j ON j.id = h.job_id
+                 LEFT JOIN LATERAL (
+                     SELECT min((err->>'at')::timestamptz) AS first_rescue,
+                         count(*) AS rescues
+                     FROM unnest(j.errors) AS err
+                     WHERE err->>'error' LIKE 'rescued:%'
+                         AND (err->>'at')::timestamptz > e.at
+                 ) AS x ON true
+                 WHERE e.kind IN ('kill', 'freeze', 'stop')
                  GROUP BY e.id
                  ORDER BY e.id",
                 &[],
@@ -205,6 +251,14 @@ impl Report {
                 held: r.get("held"),
                 rerun: r.get("rerun"),
                 delay_s: (r.get("min_s"), r.get("median_s"), r.get("max_s")),
+                rescued: r.get("rescued"),
+                rescue_s: (
+                    r.get("rescue_min_s"),
+                    r.get("rescue_median_s"),
+                    r.get("rescue_max_s"),
+                ),
+                hit_again: r.get("hit_again"),
+                delay_once_max_s: r.get("max_once_s"),
             })
             .collect();
         Ok(report)
@@ -250,10 +304,16 @@ impl Report {
         }
         let bound = RESCUE_BOUND.as_secs_f64();
         for f in self.faults.iter().filter(|f| f.bounded) {
-            if f.delay_s.2 > bound {
+            if f.rescue_s.2 > bound {
+                v.push(format!(
+                    "the jobs of {} ({} at {:.1} s) were rescued {:.1} s after it, over the {bound} s bound",
+                    f.client_id, f.kind, f.at_s, f.rescue_s.2
+                ));
+            }
+            if f.delay_once_max_s > bound {
                 v.push(format!(
                     "the jobs of {} ({} at {:.1} s) ran again {:.1} s after it, over the {bound} s bound",
-                    f.client_id, f.kind, f.at_s, f.delay_s.2
+                    f.client_id, f.kind, f.at_s, f.delay_once_max_s
                 ));
             }
         }
@@ -263,7 +323,8 @@ impl Report {
         if !self.terminated.is_empty() && self.terminated.iter().sum::<i64>() == 0 {
             v.push("the terminations found no backend of the workers".into());
         }
-        for (id, status) in &self.exits {
+        let stops = self.stops.iter().map(|(id, status, _)| (id, status));
+        for (id, status) in self.exits.iter().map(|(id, s)| (id, s)).chain(stops) {
             match status {
                 Some(s) if s.success() => {}
                 Some(s) => v.push(format!("{id} exited with {s} on SIGTERM")),
@@ -293,15 +354,21 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  fence: claims run twice {}, attempts without token {}, stale outcomes landed {}, \
-             late outcomes dropped {}",
-            self.claim_run_twice, self.without_token, self.stale_outcomes, self.superseded
+            "  fence: claims run twice {}, attempts without token {}, stale outcomes landed {}; \
+             work finished under a superseded claim {}, late outcomes dropped {} (by workers \
+             that exited)",
+            self.claim_run_twice,
+            self.without_token,
+            self.stale_outcomes,
+            self.stale_work,
+            self.superseded
         )?;
         for x in &self.faults {
             writeln!(
                 f,
-                "  {} {}{} at {:.1} s{}: held {} running, {} ran again after {:.1} / {:.1} / {:.1} s \
-                 (min / median / max), {} finished before the fault took hold",
+                "  {} {}{} at {:.1} s{}: held {} running; {} rescued after {:.1} / {:.1} / {:.1} s, \
+                 {} ran again after {:.1} / {:.1} / {:.1} s (min / median / max); {} hit again by a \
+                 later fault, {} finished before the fault took hold",
                 x.kind,
                 x.client_id,
                 if x.was_leader { " (leader)" } else { "" },
@@ -309,15 +376,28 @@ impl fmt::Display for Report {
                 if x.bounded {
                     ""
                 } else {
-                    " (restart within the bound)"
+                    " (not bounded: a restart or the leader's death follows)"
                 },
                 x.held,
+                x.rescued,
+                x.rescue_s.0,
+                x.rescue_s.1,
+                x.rescue_s.2,
                 x.rerun,
                 x.delay_s.0,
                 x.delay_s.1,
                 x.delay_s.2,
+                x.hit_again,
                 x.held - x.rerun
             )?;
+        }
+        for (id, status, secs) in &self.stops {
+            let how = match status {
+                Some(s) if s.success() => "exited cleanly".to_owned(),
+                Some(s) => format!("exited with {s}"),
+                None => "did not exit".to_owned(),
+            };
+            writeln!(f, "  soft stop of {id} under load: {how} after {secs:.1} s")?;
         }
         writeln!(f, "  backends terminated per round: {:?}", self.terminated)?;
         writeln!(

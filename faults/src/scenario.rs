@@ -149,10 +149,12 @@ impl Run<'_> {
             without_token: 0,
             stale_outcomes: 0,
             superseded: 0,
+            stale_work: 0,
             faults: Vec::new(),
             terminated: Vec::new(),
             restarts_s: Vec::new(),
             exits: Vec::new(),
+            stops: Vec::new(),
             log_tails: Vec::new(),
         };
         self.started = Instant::now();
@@ -289,6 +291,21 @@ impl Run<'_> {
                 let id = self.workers[slot].client_id().to_owned();
                 self.probe.record("freeze", Some(&id), bounded).await?;
                 self.workers[slot].freeze()?;
+            }
+            Fault::Stop(target) => {
+                let Some(slot) = self.pick(target).await? else {
+                    return Ok(());
+                };
+                let id = self.workers[slot].client_id().to_owned();
+                self.probe.record("stop", Some(&id), bounded).await?;
+                let began = Instant::now();
+                let status = self.workers[slot].terminate(EXIT).await?;
+                report
+                    .stops
+                    .push((id, status, began.elapsed().as_secs_f64()));
+                self.generations[slot] += 1;
+                let id = self.client_id(slot);
+                self.workers[slot] = WorkerProcess::spawn(&self.spec, &id)?;
             }
             Fault::Thaw => {
                 for w in self.workers.iter_mut().filter(|w| w.is_frozen()) {
