@@ -16,14 +16,17 @@ use chrono::{DateTime, Utc};
 
 use crate::job::JobId;
 
-/// One claim held: the job, the attempt it runs, the claim's fencing token, and when the claim
-/// was made (database time; a row still showing it has not lost the claim).
+/// One claim held: the job, the attempt it runs, the claim's fencing token, when the claim was
+/// made (database time; a row still showing it has not lost the claim), and when the job was
+/// created (with the id, the job's identity: a promoted replica that lost the job's insert hands
+/// its id out again to another job, created later).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HeldClaim {
     pub(crate) id: JobId,
     pub(crate) attempt: i16,
     pub(crate) token: i64,
     pub(crate) attempted_at: Option<DateTime<Utc>>,
+    pub(crate) created_at: DateTime<Utc>,
 }
 
 /// Held claims, by job and token.
@@ -80,6 +83,7 @@ mod tests {
             attempt: 1,
             token: 10,
             attempted_at: None,
+            created_at: DateTime::<Utc>::MIN_UTC,
         };
         let second = HeldClaim { token: 11, ..first };
         held.add_all([first, second]);

@@ -314,6 +314,7 @@ impl<D: Driver> Producer<D> {
                     attempt: j.attempt,
                     token,
                     attempted_at: j.attempted_at,
+                    created_at: j.created_at,
                 }));
             }
             // Each job's own token: an operator's cancel request cancels it, and so does a hard

@@ -265,11 +265,13 @@ macro_rules! __conformance_cases {
             failover {
                 crash_restart_while_jobs_run_loses_nothing,
                 read_only_server_makes_the_client_reopen_connections,
+                promoted_replica_that_missed_acknowledged_commits_loses_only_those,
             }
             fencing {
                 late_outcome_after_the_attempt_was_given_back_and_claimed_again_is_dropped,
                 lost_claim_is_reasserted_with_its_token_and_its_outcome_lands,
                 claim_that_ended_on_this_database_is_not_reasserted,
+                a_lost_jobs_id_handed_out_again_is_not_taken_over_by_its_claim,
                 every_claim_has_a_token_of_its_own,
                 version_1_claims_survive_the_upgrade_and_are_fenced_from_version_2_outcomes,
             }

@@ -42,6 +42,76 @@ impl Cluster {
     }
 
     fn start_with(tuned_for_tests: bool) -> Result<Cluster, Error> {
+        Self::create(tuned_for_tests, |c| c.init())
+    }
+
+    /// Starts a streaming replica of this cluster: a base backup taken with `pg_basebackup -R`
+    /// into a data directory of its own, started on a free port as a hot standby that streams WAL
+    /// from this cluster over TCP. Stopped and deleted on drop, as any [`Cluster`]; promote it
+    /// with [`Cluster::promote`].
+    ///
+    /// The replica has the same settings as this cluster. Replication is asynchronous: a commit
+    /// acknowledged by this cluster may not have reached the replica yet.
+    ///
+    /// # Errors
+    ///
+    /// When the base backup fails or the replica does not start.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), pgmill_testdb::Error> {
+    /// let primary = pgmill_testdb::Cluster::start()?;
+    /// let replica = primary.start_replica()?;
+    /// replica.stop_streaming()?; // receives nothing more: later commits on the primary are lost
+    /// primary.stop()?;
+    /// replica.promote()?; // now a primary of its own
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn start_replica(&self) -> Result<Cluster, Error> {
+        let primary_port = self.port;
+        Self::create(self.tuned_for_tests, |c| c.base_backup(primary_port))
+    }
+
+    /// Promotes a replica ([`Cluster::start_replica`]) to a primary and waits until it accepts
+    /// writes. What it received before is replayed first; what it did not receive is lost.
+    ///
+    /// # Errors
+    ///
+    /// When `pg_ctl promote` fails, for example because the cluster is not a replica.
+    pub fn promote(&self) -> Result<(), Error> {
+        self.pg_ctl(&["-w", "-t", "60", "promote"])
+    }
+
+    /// Makes a replica stop receiving WAL from its primary: its `primary_conninfo` is emptied and
+    /// its configuration reloaded, so its WAL receiver exits and does not start again. WAL it has
+    /// received is kept (and replayed, also at promotion); nothing committed on the primary after
+    /// this reaches it. The primary's `pg_stat_replication` loses its row once the receiver is
+    /// gone.
+    ///
+    /// # Errors
+    ///
+    /// When the configuration cannot be written or reloaded.
+    pub fn stop_streaming(&self) -> Result<(), Error> {
+        use std::io::Write;
+        let conf = self.data().join("postgresql.auto.conf");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&conf)
+            .map_err(|e| Error::setup(format!("opening {}", conf.display()), e))?;
+        // The last setting in the file wins.
+        file.write_all(b"primary_conninfo = ''\n")
+            .map_err(|e| Error::setup(format!("writing {}", conf.display()), e))?;
+        self.pg_ctl(&["reload"])
+    }
+
+    /// Creates the cluster's directory and watchdog, fills its data directory with `fill`, and
+    /// starts it on a free port.
+    fn create(
+        tuned_for_tests: bool,
+        fill: impl FnOnce(&Cluster) -> Result<(), Error>,
+    ) -> Result<Cluster, Error> {
         let bin = find_bin_dir()?;
         let as_postgres = running_as_root();
         let base = std::env::temp_dir().join(format!(
@@ -62,7 +132,7 @@ impl Cluster {
             chown_postgres(&cluster.dir)?;
         }
         spawn_watchdog(&cluster);
-        cluster.init()?;
+        fill(&cluster)?;
         let mut last = None;
         for _ in 0..5 {
             cluster.port = free_port()?;
@@ -129,6 +199,27 @@ impl Cluster {
         } else {
             Command::new(path)
         }
+    }
+
+    /// Fills the data directory with a base backup of the cluster on `primary_port`, configured
+    /// (`-R`) to stream from it.
+    fn base_backup(&self, primary_port: u16) -> Result<(), Error> {
+        let out = self
+            .command("pg_basebackup")
+            .arg("-D")
+            .arg(self.data())
+            .args(["-h", "127.0.0.1", "-p", &primary_port.to_string()])
+            .args(["-U", "postgres", "-R", "-X", "stream", "-c", "fast", "-w"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| Error::command("pg_basebackup", e.to_string()))?;
+        if !out.status.success() {
+            return Err(Error::command(
+                "pg_basebackup",
+                String::from_utf8_lossy(&out.stderr).trim(),
+            ));
+        }
+        Ok(())
     }
 
     fn init(&self) -> Result<(), Error> {

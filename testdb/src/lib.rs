@@ -11,6 +11,10 @@
 //! [`PgBouncer`] starts a private PgBouncer in transaction mode in front of a database, for the
 //! tests that run pgmill behind a pooler.
 //!
+//! For failover tests, [`Cluster::start_replica`] starts a streaming replica of a cluster
+//! (promoted with [`Cluster::promote`]), and a [`Forwarder`] gives clients one address whose
+//! target can be switched from the old primary to the promoted replica.
+//!
 //! Give each test its own schema ([`fresh_schema_name`]); with `DATABASE_URL` the watchdog drops
 //! the process's schemas at the end, so nothing is left behind. Tests that restart or kill
 //! Postgres start a private [`Cluster`] of their own.
@@ -39,10 +43,12 @@
 mod after_exit;
 mod cluster;
 mod error;
+mod forwarder;
 mod pgbouncer;
 mod shared;
 
 pub use cluster::Cluster;
 pub use error::Error;
+pub use forwarder::Forwarder;
 pub use pgbouncer::PgBouncer;
 pub use shared::{DATABASE_URL, TEST_SCHEMA_PREFIX, fresh_schema_name, try_url, url};

@@ -480,6 +480,7 @@ pub(crate) fn job_reassert_running(
                 .map(|c| c.attempted_at.unwrap_or(DateTime::<Utc>::MIN_UTC))
                 .collect::<Vec<_>>(),
         )
+        .bind(claims.iter().map(|c| c.created_at).collect::<Vec<_>>())
 }
 
 /// Releases running jobs attributed to `client_id` under any claim but those `held`, except

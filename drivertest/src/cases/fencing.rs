@@ -232,10 +232,22 @@ pub async fn claim_that_ended_on_this_database_is_not_reasserted<H: Harness>() {
     })
     .await;
     assert_eq!(job(&a, job_id).await.state, JobState::Available);
-    let b = client_with(&ctx, ScriptedWorker::ok());
+    another_client_runs_it_and_the_held_outcome_is_dropped(&ctx, a, &gate, job_id).await;
+}
+
+/// A second client B runs the available job `job_id`; then `a` delivers the outcome it held
+/// (behind `gate`), which is dropped. B ran the job once, and its attempt is the one recorded.
+async fn another_client_runs_it_and_the_held_outcome_is_dropped<D: Driver>(
+    ctx: &TestContext<D>,
+    a: Client<D>,
+    gate: &Arc<Notify>,
+    job_id: JobId,
+) {
+    let worker = ScriptedWorker::ok();
+    let b = client_with(ctx, worker.clone());
     b.start().await.unwrap();
     wait_for("B completed it", async || {
-        count_in(&ctx, JobState::Completed).await == 1
+        count_in(ctx, JobState::Completed).await == 1
     })
     .await;
     gate.notify_one();
@@ -245,12 +257,44 @@ pub async fn claim_that_ended_on_this_database_is_not_reasserted<H: Harness>() {
     .await;
     a.stop().await;
     b.stop().await;
+    assert_eq!(worker.runs().get(&job_id), Some(&1), "B ran it once");
     let done = job(&a, job_id).await;
     assert_eq!(
         done.attempted_by.last().map(String::as_str),
         Some(b.id()),
         "{done:?}"
     );
+}
+
+/// A failover that lost a job's insert lets the new primary hand the job's id out again to a
+/// later job. The client still running the lost job re-registers and re-asserts its claims, but
+/// not onto the later job, which was created after it: that job stays available and runs, and
+/// the lost job's outcome is dropped instead of completing a job that never ran.
+pub async fn a_lost_jobs_id_handed_out_again_is_not_taken_over_by_its_claim<H: Harness>() {
+    let ctx = migrated::<H>().await;
+    let gate = Arc::new(Notify::new());
+    let (a, job_id) = running_one_held_job(&ctx, &gate).await;
+    // What a failover to a replica that never received the insert leaves behind, once the
+    // application inserted another job and the new primary gave it the same id.
+    ctx.script(&ctx.schema.render(&format!(
+        "DELETE FROM {{schema}}.pgmill_job WHERE id = {id};\
+         INSERT INTO {{schema}}.pgmill_job (id, kind, args) OVERRIDING SYSTEM VALUE \
+         VALUES ({id}, 'task', '{{\"n\": 2}}');\
+         DELETE FROM {{schema}}.pgmill_client;",
+        id = job_id.0
+    )))
+    .await;
+    wait_for("A registered again", async || {
+        ctx.count("pgmill_client").await == 1
+    })
+    .await;
+    let later = job(&a, job_id).await;
+    assert_eq!(
+        (later.state, later.attempt, later.claim_token),
+        (JobState::Available, 0, None),
+        "the lost job's claim was re-asserted onto the later job: {later:?}"
+    );
+    another_client_runs_it_and_the_held_outcome_is_dropped(&ctx, a, &gate, job_id).await;
 }
 
 /// Every claim carries a token of its own (the jobs of one fetch share it), also two claims of one
