@@ -92,6 +92,11 @@
 //! resumed after the freeze); the work finished under a superseded claim is what the fence had
 //! to drop.
 //!
+//! The long plan on sqlx, alone: 190,858 jobs, all completed and none lost, every check clean; the
+//! 16 kills the bound applies to rescued 9.2 to 14.8 s after the kill (running again 9.4 to
+//! 15.2 s after it), the frozen leader's jobs rescued after 14.1 s; the kills followed by a crash
+//! restart or the leader's death rescued within 26.8 s, running again within 27.2 s.
+//!
 //! # Processes
 //!
 //! Every worker process is spawned with a parent-death signal (SIGKILL when the test's thread
