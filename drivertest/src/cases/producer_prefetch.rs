@@ -76,8 +76,9 @@ async fn one_slot_with_buffer<D: pgmill::driver::Driver>(
     insert_numbered(&client, jobs).await;
     client.start().await.unwrap();
     let claimed = jobs.min(6);
+    // The claim commits before the first job's work starts: wait for both.
     wait_for("one running and the rest buffered", async || {
-        count_in(ctx, JobState::Running).await == claimed
+        count_in(ctx, JobState::Running).await == claimed && worker.total_runs() == 1
     })
     .await;
     (client, worker)
