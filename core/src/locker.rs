@@ -196,7 +196,8 @@ impl<D: Driver> Locker<D> {
     /// Claims up to `limit` due jobs of `queue` (after `after` in fetch order, or from the head)
     /// under the fencing token `token`, within the lock budget. Returns them in fetch order, as
     /// the worker sees them (`available`, as their rows still are, with the attempt they run
-    /// counted), and the generation they were claimed in.
+    /// counted), the generation they were claimed in, and how many it asked for (fewer than
+    /// `limit` when the budget has less room).
     ///
     /// # Errors
     ///
@@ -207,18 +208,18 @@ impl<D: Driver> Locker<D> {
         limit: usize,
         after: Option<FetchPosition>,
         token: i64,
-    ) -> Result<(Vec<JobRow>, u64)> {
+    ) -> Result<(Vec<JobRow>, u64, usize)> {
         let mut s = self.session.lock().await;
         let held: Vec<i64> = self.lock_held().keys().map(|id| id.0).collect();
         let limit = limit.min(self.budget.saturating_sub(held.len()));
         if limit == 0 {
-            return Ok((Vec::new(), self.generation()));
+            return Ok((Vec::new(), self.generation(), 0));
         }
         match self
             .claim_on(&mut s, queue, limit, held, after, token)
             .await
         {
-            Ok(jobs) => Ok((jobs, self.generation())),
+            Ok(jobs) => Ok((jobs, self.generation(), limit)),
             Err(e) => {
                 self.lose_locked(&mut s, &e);
                 Err(e)
@@ -317,9 +318,15 @@ impl<D: Driver> Locker<D> {
         .await;
         match result {
             Ok(released) => {
-                let mut held = self.lock_held();
-                for id in &ids {
-                    held.remove(&JobId(*id));
+                {
+                    let mut held = self.lock_held();
+                    for id in &ids {
+                        held.remove(&JobId(*id));
+                    }
+                }
+                // Room in the budget: a producer that found none claims again now.
+                for handle in self.queues.values() {
+                    handle.wake();
                 }
                 if usize::try_from(released).ok() != Some(ids.len()) {
                     warn!(

@@ -280,10 +280,12 @@ impl<D: Driver> Producer<D> {
             let started = Instant::now();
             let after = cursor.next_claim();
             let token = self.config.claim_tokens.next();
-            let (jobs, generation) = with_timeout("fetch", async {
+            let (jobs, generation, limit) = with_timeout("fetch", async {
                 if let Some(locker) = &self.locker {
-                    let (jobs, generation) = locker.claim(&self.queue, limit, after, token).await?;
-                    return Ok((jobs, Some(generation)));
+                    // Asks for less when the lock budget has less room; a release wakes it.
+                    let (jobs, generation, asked) =
+                        locker.claim(&self.queue, limit, after, token).await?;
+                    return Ok((jobs, Some(generation), asked));
                 }
                 let conn = match &mut lease {
                     Some(conn) => conn,
@@ -299,7 +301,7 @@ impl<D: Driver> Producer<D> {
                     after,
                 )
                 .await?;
-                Ok((jobs, None))
+                Ok((jobs, None, limit))
             })
             .instrument(span.clone())
             .await?;
@@ -342,6 +344,10 @@ impl<D: Driver> Producer<D> {
                     })
                     .collect(),
             );
+            if limit == 0 {
+                // No room in the advisory lock budget until the completer releases some.
+                return Ok(());
+            }
             if fetched < limit {
                 if after.is_some() {
                     // The end of the queue from the position: look at the head before concluding
