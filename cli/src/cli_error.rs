@@ -51,9 +51,20 @@ impl fmt::Display for CliError {
     }
 }
 
+/// SQLSTATEs of a missing table or schema: pgmill's tables are not there.
+const MISSING_RELATION: [&str; 2] = ["42P01", "3F000"];
+
 impl From<pgmill::Error> for CliError {
     fn from(e: pgmill::Error) -> Self {
-        CliError::chain(&e)
+        let mut error = CliError::chain(&e);
+        if e.sqlstate()
+            .is_some_and(|code| MISSING_RELATION.contains(&code))
+        {
+            error.message.push_str(
+                " (pgmill's tables are not in this schema: run `pgmill migrate up`, with the same --schema)",
+            );
+        }
+        error
     }
 }
 

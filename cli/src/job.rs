@@ -1,23 +1,59 @@
-//! `pgmill job`: look at jobs and act on one (cancel, retry, delete).
+//! `pgmill job`: look at jobs, and act on one or on every job a filter matches (cancel, retry,
+//! delete).
 
-use clap::Subcommand;
-use pgmill::admin::{JobListPage, JobListParams};
-use pgmill::{JobId, JobRow, JobState};
+use std::io::{BufRead, IsTerminal, Write};
+
+use clap::{Args, Subcommand};
+use pgmill::admin::{BulkAction, JobListPage, JobListParams, JobSummaryPage, JobSummaryParams};
+use pgmill::{Client, JobId, JobRow, JobState};
+use pgmill_driver_tokio_postgres::TokioPostgresDriver;
 use serde_json::json;
 
 use crate::cli_error::CliError;
 use crate::command_context::CommandContext;
-use crate::output::{Output, Table};
+use crate::output::{Output, Table, time};
+
+/// Characters of args or metadata `job get` shows unless `--full`.
+const SHOWN_CHARS: usize = 2_000;
+
+/// Jobs changed per statement by a bulk action.
+const BULK_BATCH: u32 = 500;
+
+/// The filter of a bulk action, and its confirmation.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct BulkFilter {
+    /// Every job in these states (repeat or separate with commas), instead of one id.
+    #[arg(long, value_delimiter = ',', value_parser = parse_state)]
+    state: Vec<JobState>,
+    /// Every job in these queues (repeat or separate with commas), instead of one id.
+    #[arg(long, value_delimiter = ',')]
+    queue: Vec<String>,
+    /// Every job of these kinds (repeat or separate with commas), instead of one id.
+    #[arg(long, value_delimiter = ',')]
+    kind: Vec<String>,
+    /// Do it without asking (the count is still printed first).
+    #[arg(long, short = 'y')]
+    yes: bool,
+}
+
+impl BulkFilter {
+    fn is_empty(&self) -> bool {
+        self.state.is_empty() && self.queue.is_empty() && self.kind.is_empty()
+    }
+}
 
 /// The `job` subcommands.
 #[derive(Debug, Subcommand)]
 pub(crate) enum JobCommand {
-    /// Shows one job in full.
+    /// Shows one job (args and metadata longer than 2,000 characters cut, unless `--full`).
     Get {
         /// The job's id.
         id: i64,
+        /// Shows args and metadata whole.
+        #[arg(long)]
+        full: bool,
     },
-    /// Lists jobs in id order, filtered, one page at a time.
+    /// Lists jobs, newest first (`--oldest`: in id order), filtered, one page at a time.
     List {
         /// Only jobs in these states (repeat or separate with commas).
         #[arg(long, value_delimiter = ',', value_parser = parse_state)]
@@ -31,24 +67,41 @@ pub(crate) enum JobCommand {
         /// Page size.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
         limit: u32,
-        /// Only jobs after this id: the cursor printed under the previous page.
+        /// Oldest first, in id order.
+        #[arg(long, conflicts_with = "before")]
+        oldest: bool,
+        /// Only jobs older than this id (newest first): the cursor printed under the previous page.
         #[arg(long)]
+        before: Option<i64>,
+        /// Only jobs after this id (oldest first): the cursor printed under the previous page.
+        #[arg(long, conflicts_with = "before")]
         after: Option<i64>,
     },
-    /// Cancels a job: at once when not running; a running job is told to stop.
+    /// Cancels a job (at once when not running; a running job is told to stop), or every job a
+    /// filter matches.
     Cancel {
         /// The job's id.
-        id: i64,
+        #[arg(required_unless_present_any = ["state", "queue", "kind"], conflicts_with_all = ["state", "queue", "kind"])]
+        id: Option<i64>,
+        #[command(flatten)]
+        filter: BulkFilter,
     },
-    /// Makes a job that is not running available now (with one more attempt if it used them up).
+    /// Makes a job that is not running available now (with one more attempt if it used them up),
+    /// or every job a filter matches.
     Retry {
         /// The job's id.
-        id: i64,
+        #[arg(required_unless_present_any = ["state", "queue", "kind"], conflicts_with_all = ["state", "queue", "kind"])]
+        id: Option<i64>,
+        #[command(flatten)]
+        filter: BulkFilter,
     },
-    /// Deletes a job that is not running.
+    /// Deletes a job that is not running, or every job a filter matches.
     Delete {
         /// The job's id.
-        id: i64,
+        #[arg(required_unless_present_any = ["state", "queue", "kind"], conflicts_with_all = ["state", "queue", "kind"])]
+        id: Option<i64>,
+        #[command(flatten)]
+        filter: BulkFilter,
     },
 }
 
@@ -73,21 +126,36 @@ pub(crate) async fn run(command: JobCommand, ctx: &CommandContext) -> Result<Out
     let client = ctx.client().await?;
     let json = ctx.json;
     match command {
-        JobCommand::Get { id } => {
+        JobCommand::Get { id, full } => {
             let job = found(id, client.job_get(JobId(id)).await?)?;
-            Ok(detail_output(&job, json))
+            Ok(detail_output(&job, json, full))
         }
         JobCommand::List {
             state,
             queue,
             kind,
             limit,
+            oldest,
+            before,
             after,
         } => {
-            let params = list_params(state, queue, kind, limit, after);
-            Ok(list_output(&client.job_list(&params).await?, json))
+            if oldest || after.is_some() {
+                let params = list_params(state, queue, kind, limit, after);
+                return Ok(list_output(&client.job_list(&params).await?, json));
+            }
+            let params = newest_params(state, queue, kind, limit, before);
+            Ok(newest_output(&client.job_list_newest(&params).await?, json))
         }
-        JobCommand::Cancel { id } => {
+        JobCommand::Cancel { id: None, filter } => {
+            bulk(&client, BulkAction::Cancel, filter, json).await
+        }
+        JobCommand::Retry { id: None, filter } => {
+            bulk(&client, BulkAction::Retry, filter, json).await
+        }
+        JobCommand::Delete { id: None, filter } => {
+            bulk(&client, BulkAction::Delete, filter, json).await
+        }
+        JobCommand::Cancel { id: Some(id), .. } => {
             let job = found(id, client.job_cancel(JobId(id)).await?)?;
             let note = match job.state {
                 JobState::Cancelled => "cancelled",
@@ -96,7 +164,7 @@ pub(crate) async fn run(command: JobCommand, ctx: &CommandContext) -> Result<Out
             };
             Ok(action_output(&job, note, json))
         }
-        JobCommand::Retry { id } => {
+        JobCommand::Retry { id: Some(id), .. } => {
             let job = found(id, client.job_retry(JobId(id)).await?)?;
             if job.state == JobState::Running {
                 return Err(CliError::new(format!(
@@ -105,7 +173,7 @@ pub(crate) async fn run(command: JobCommand, ctx: &CommandContext) -> Result<Out
             }
             Ok(action_output(&job, "available again", json))
         }
-        JobCommand::Delete { id } => match client.job_delete(JobId(id)).await? {
+        JobCommand::Delete { id: Some(id), .. } => match client.job_delete(JobId(id)).await? {
             Some(job) => Ok(action_output(&job, "deleted", json)),
             None => match client.job_get(JobId(id)).await? {
                 Some(job) => Err(CliError::new(format!(
@@ -116,6 +184,152 @@ pub(crate) async fn run(command: JobCommand, ctx: &CommandContext) -> Result<Out
             },
         },
     }
+}
+
+/// What a bulk action is called in messages: the verb, and its past.
+fn verbs(action: BulkAction) -> (&'static str, &'static str) {
+    match action {
+        BulkAction::Retry => ("retry", "retried"),
+        BulkAction::Cancel => ("cancel", "cancelled"),
+        _ => ("delete", "deleted"),
+    }
+}
+
+/// Applies `action` to every job `filter` matches: the count first (on stderr), a confirmation
+/// unless `--yes`, then batch by batch with progress on stderr.
+///
+/// # Errors
+///
+/// No confirmation to be had (stdin not a terminal, no `--yes`), the database error (the batches
+/// before it stay done).
+async fn bulk(
+    client: &Client<TokioPostgresDriver>,
+    action: BulkAction,
+    filter: BulkFilter,
+    json: bool,
+) -> Result<Output, CliError> {
+    let (verb, done_verb) = verbs(action);
+    if filter.is_empty() {
+        return Err(CliError::new(format!(
+            "give a job id, or a filter (--state, --queue, --kind) to {verb} every job it matches"
+        )));
+    }
+    let yes = filter.yes;
+    let mut params = list_params(filter.state, filter.queue, filter.kind, BULK_BATCH, None);
+    let total = client.job_bulk_count(action, &params).await?;
+    if total == 0 {
+        return Ok(bulk_output(verb, done_verb, 0, 0, json));
+    }
+    let mut stderr = std::io::stderr();
+    let _ = writeln!(stderr, "{total} job(s) to {verb}");
+    if !yes {
+        if !std::io::stdin().is_terminal() {
+            return Err(CliError::new(format!(
+                "{total} job(s) match; pass --yes to {verb} them (no terminal to ask on)"
+            )));
+        }
+        let _ = write!(stderr, "{verb} {total} job(s)? [y/N] ");
+        let _ = stderr.flush();
+        let mut answer = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut answer);
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            return Err(CliError::new(format!("nothing done: {verb} not confirmed")));
+        }
+    }
+    let progress = stderr.is_terminal();
+    let mut changed = 0;
+    loop {
+        let batch = client.job_bulk(action, &params).await?;
+        changed += batch.changed;
+        if progress {
+            let _ = write!(stderr, "\r{done_verb} {changed}/{total}");
+            let _ = stderr.flush();
+        }
+        match batch.next_cursor {
+            Some(cursor) => params = params.after(cursor),
+            None => break,
+        }
+    }
+    if progress {
+        let _ = writeln!(stderr);
+    }
+    Ok(bulk_output(verb, done_verb, total, changed, json))
+}
+
+fn bulk_output(verb: &str, done_verb: &str, matched: u64, changed: u64, json: bool) -> Output {
+    if json {
+        return Output::Json(json!({"action": verb, "matched": matched, "changed": changed}));
+    }
+    Output::Text(format!("{done_verb} {changed} job(s) of {matched} matched"))
+}
+
+/// The newest-first listing parameters from the command-line filters.
+pub(crate) fn newest_params(
+    states: Vec<JobState>,
+    queues: Vec<String>,
+    kinds: Vec<String>,
+    limit: u32,
+    before: Option<i64>,
+) -> JobSummaryParams {
+    let filter = list_params(states, queues, kinds, limit, None);
+    let mut params = JobSummaryParams::new().limit(limit as usize);
+    params.states = filter.states;
+    params.queues = filter.queues;
+    params.kinds = filter.kinds;
+    params.before = before.map(JobId);
+    params
+}
+
+fn newest_output(page: &JobSummaryPage, json: bool) -> Output {
+    if json {
+        let jobs: Vec<_> = page
+            .jobs
+            .iter()
+            .map(|j| {
+                json!({
+                    "id": j.id.0,
+                    "state": j.state.as_str(),
+                    "queue": j.queue,
+                    "kind": j.kind,
+                    "args_preview": j.args_preview,
+                    "args_truncated": j.args_truncated(),
+                    "priority": j.priority,
+                    "attempt": j.attempt,
+                    "max_attempts": j.max_attempts,
+                    "created_at": j.created_at.to_rfc3339(),
+                    "scheduled_at": j.scheduled_at.to_rfc3339(),
+                    "error_count": j.error_count,
+                    "tags": j.tags,
+                })
+            })
+            .collect();
+        return Output::Json(json!({"jobs": jobs, "next_cursor": page.next_cursor.map(|c| c.0)}));
+    }
+    let mut table = jobs_table(page.jobs.iter().map(|j| JobLine {
+        id: j.id,
+        state: j.state,
+        queue: &j.queue,
+        kind: &j.kind,
+        attempt: (j.attempt, j.max_attempts),
+        created_at: j.created_at,
+        scheduled_at: j.scheduled_at,
+    }));
+    match page.next_cursor {
+        Some(cursor) => table.footer(format!("older jobs: --before {cursor}")),
+        None if page.jobs.is_empty() => table.footer("no jobs"),
+        None => {}
+    }
+    Output::Table(table)
+}
+
+/// `text`, cut to [`SHOWN_CHARS`] unless `full`, saying how much was left out.
+fn shown(text: String, full: bool) -> String {
+    let chars = text.chars().count();
+    if full || chars <= SHOWN_CHARS {
+        return text;
+    }
+    let cut: String = text.chars().take(SHOWN_CHARS).collect();
+    format!("{cut}... ({chars} characters; --full shows all)")
 }
 
 /// The listing parameters from the command-line filters.
@@ -177,17 +391,18 @@ pub(crate) fn job_json(j: &JobRow) -> serde_json::Value {
     })
 }
 
-fn time(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.format("%Y-%m-%d %H:%M:%S").to_string()
+/// One line of a job listing, from either kind of page.
+struct JobLine<'a> {
+    id: JobId,
+    state: JobState,
+    queue: &'a str,
+    kind: &'a str,
+    attempt: (i16, i16),
+    created_at: chrono::DateTime<chrono::Utc>,
+    scheduled_at: chrono::DateTime<chrono::Utc>,
 }
 
-fn list_output(page: &JobListPage, json: bool) -> Output {
-    if json {
-        return Output::Json(json!({
-            "jobs": page.jobs.iter().map(job_json).collect::<Vec<_>>(),
-            "next_cursor": page.next_cursor.map(|c| c.0),
-        }));
-    }
+fn jobs_table<'a>(jobs: impl Iterator<Item = JobLine<'a>>) -> Table {
     let mut table = Table::new([
         "ID",
         "STATE",
@@ -198,17 +413,36 @@ fn list_output(page: &JobListPage, json: bool) -> Output {
         "SCHEDULED_AT",
     ])
     .right_align([0, 4]);
-    for j in &page.jobs {
+    for j in jobs {
         table.row([
             j.id.to_string(),
             j.state.to_string(),
-            j.queue.clone(),
-            j.kind.clone(),
-            format!("{}/{}", j.attempt, j.max_attempts),
+            j.queue.to_owned(),
+            j.kind.to_owned(),
+            format!("{}/{}", j.attempt.0, j.attempt.1),
             time(j.created_at),
             time(j.scheduled_at),
         ]);
     }
+    table
+}
+
+fn list_output(page: &JobListPage, json: bool) -> Output {
+    if json {
+        return Output::Json(json!({
+            "jobs": page.jobs.iter().map(job_json).collect::<Vec<_>>(),
+            "next_cursor": page.next_cursor.map(|c| c.0),
+        }));
+    }
+    let mut table = jobs_table(page.jobs.iter().map(|j| JobLine {
+        id: j.id,
+        state: j.state,
+        queue: &j.queue,
+        kind: &j.kind,
+        attempt: (j.attempt, j.max_attempts),
+        created_at: j.created_at,
+        scheduled_at: j.scheduled_at,
+    }));
     match page.next_cursor {
         Some(cursor) => table.footer(format!("more jobs: --after {cursor}")),
         None if page.jobs.is_empty() => table.footer("no jobs"),
@@ -217,7 +451,7 @@ fn list_output(page: &JobListPage, json: bool) -> Output {
     Output::Table(table)
 }
 
-fn detail_output(j: &JobRow, json: bool) -> Output {
+fn detail_output(j: &JobRow, json: bool, full: bool) -> Output {
     if json {
         return Output::Json(job_json(j));
     }
@@ -235,8 +469,8 @@ fn detail_output(j: &JobRow, json: bool) -> Output {
         ("attempted_by", j.attempted_by.join(", ")),
         ("finalized_at", opt(j.finalized_at)),
         ("tags", j.tags.join(", ")),
-        ("args", j.args.to_string()),
-        ("metadata", j.metadata.to_string()),
+        ("args", shown(j.args.to_string(), full)),
+        ("metadata", shown(j.metadata.to_string(), full)),
     ];
     for e in &j.errors {
         let panic = if e.panic { " (panic)" } else { "" };
@@ -285,6 +519,19 @@ mod tests {
             err.contains("available") && err.contains("discarded"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn long_text_is_cut_unless_full() {
+        let long = "x".repeat(SHOWN_CHARS + 10);
+        let cut = shown(long.clone(), false);
+        assert!(cut.starts_with(&"x".repeat(SHOWN_CHARS)));
+        assert!(cut.ends_with(&format!(
+            "... ({} characters; --full shows all)",
+            SHOWN_CHARS + 10
+        )));
+        assert_eq!(shown(long.clone(), true), long);
+        assert_eq!(shown("short".into(), false), "short");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! ```text
 //! pgmill migrate up|down|status|sql    versioned schema migrations
 //! pgmill queue list|pause|resume       queues and their job counts
-//! pgmill job get|list|cancel|retry|delete
+//! pgmill job get|list|cancel|retry|delete   one job, or every job a filter matches
+//! pgmill periodic list|pause|resume   periodic schedules
+//! pgmill clients                       live clients, their heartbeat, the leader
 //! pgmill serve --listen 127.0.0.1:8080  the web dashboard
 //! ```
 //!
@@ -13,11 +15,13 @@
 //! connection string is ever printed with its password.
 
 mod cli_error;
+mod clients;
 mod command_context;
 mod database_url;
 mod job;
 mod migrate;
 mod output;
+mod periodic;
 mod queue;
 mod serve;
 
@@ -30,6 +34,7 @@ use crate::command_context::CommandContext;
 use crate::job::JobCommand;
 use crate::migrate::MigrateCommand;
 use crate::output::Output;
+use crate::periodic::PeriodicCommand;
 use crate::queue::QueueCommand;
 use crate::serve::ServeArgs;
 
@@ -69,6 +74,13 @@ enum Command {
         #[command(subcommand)]
         command: JobCommand,
     },
+    /// Periodic schedules: list, pause, resume.
+    Periodic {
+        #[command(subcommand)]
+        command: PeriodicCommand,
+    },
+    /// The clients registered in the schema: heartbeat age, liveness, the leader.
+    Clients,
     /// The web dashboard: queues, jobs, periodic schedules, clients and the leader.
     Serve(ServeArgs),
 }
@@ -84,6 +96,8 @@ async fn run(cli: Cli) -> Result<Output, CliError> {
         Command::Migrate { command } => migrate::run(command, &ctx).await,
         Command::Queue { command } => queue::run(command, &ctx).await,
         Command::Job { command } => job::run(command, &ctx).await,
+        Command::Periodic { command } => periodic::run(command, &ctx).await,
+        Command::Clients => clients::run(&ctx).await,
         Command::Serve(args) => serve::run(args, &ctx).await,
     }
 }
@@ -200,6 +214,7 @@ mod tests {
                     kind,
                     limit,
                     after,
+                    ..
                 },
         } = cli.command
         else {
@@ -219,7 +234,7 @@ mod tests {
     fn queue_and_job_actions_take_their_argument() {
         assert!(matches!(
             parse(&["queue", "pause", "mail"]).unwrap().command,
-            Command::Queue { command: QueueCommand::Pause { name } } if name == "mail"
+            Command::Queue { command: QueueCommand::Pause { name, .. } } if name == "mail"
         ));
         for action in ["get", "cancel", "retry", "delete"] {
             let cli = parse(&["job", action, "42"]).unwrap();

@@ -98,6 +98,11 @@ impl Table {
     }
 }
 
+/// A time for people, to the second (UTC).
+pub(crate) fn time(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
 /// Prints a command's output to stdout.
 pub(crate) fn print(output: &Output) {
     match output {

@@ -38,6 +38,7 @@ queries! {
     LeaderAttemptElect => "leader/leader_attempt_elect.sql",
     LeaderAttemptReelect => "leader/leader_attempt_reelect.sql",
     LeaderGet => "leader/leader_get.sql",
+    LeaderGetLive => "leader/leader_get_live.sql",
     LeaderResign => "leader/leader_resign.sql",
     PeriodicAdvance => "periodic/periodic_advance.sql",
     PeriodicDbNow => "periodic/periodic_db_now.sql",

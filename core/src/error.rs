@@ -55,6 +55,12 @@ pub enum Error {
         "no worker handles kind {0:?}; register one, or turn the check off with reject_unknown_kinds(false)"
     )]
     UnknownKind(String),
+    /// An operator action named a queue that does not exist: no producer registered it and it
+    /// holds no live jobs (see [`Client::queue_pause_or_create`](crate::Client::queue_pause_or_create)).
+    #[error(
+        "no queue {0:?}: no client registered it and it holds no live jobs; check the name, or create it paused"
+    )]
+    UnknownQueue(String),
     /// A database call did not finish within its timeout.
     #[error("{0} timed out")]
     Timeout(&'static str),

@@ -19,6 +19,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Row};
 use crate::error::{DB_CALL_TIMEOUT, Result, with_timeout};
+use crate::health::HealthState;
 use crate::in_flight::InFlight;
 use crate::locker::Locker;
 use crate::query::{
@@ -82,11 +83,13 @@ pub(crate) struct Heartbeat<D: Driver> {
     /// The locker, in the advisory-lock claim mode: checked on every beat, and given up when the
     /// database restarted under the client.
     locker: Option<Arc<Locker<D>>>,
+    health: Arc<HealthState>,
 }
 
 impl<D: Driver> Heartbeat<D> {
     /// A heartbeat for `client_id`, which works `queues`, every `interval`, covering the jobs in
     /// `in_flight`, and recording each success in `last_beat`.
+    #[allow(clippy::too_many_arguments)] // Each is a separate part of the client it reports to.
     pub(crate) fn new(
         driver: D,
         schema: Schema,
@@ -95,6 +98,7 @@ impl<D: Driver> Heartbeat<D> {
         interval: Duration,
         in_flight: Arc<InFlight>,
         last_beat: Arc<LastBeat>,
+        health: Arc<HealthState>,
     ) -> Self {
         Heartbeat {
             driver,
@@ -105,6 +109,7 @@ impl<D: Driver> Heartbeat<D> {
             in_flight,
             last_beat,
             locker: None,
+            health,
         }
     }
 
@@ -129,6 +134,7 @@ impl<D: Driver> Heartbeat<D> {
                 match with_timeout("heartbeat", self.beat(registered)).await {
                     Ok(restarted) => {
                         self.last_beat.record(sent);
+                        self.health.heartbeat_succeeded();
                         registered = true;
                         if restarted {
                             recovering = Some((3, Instant::now() + RECOVERY_WINDOW));

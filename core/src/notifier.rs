@@ -19,6 +19,7 @@ use tracing::{Instrument, debug, debug_span, info, info_span, warn};
 use crate::driver::{Driver, Listener, ListenerEvent, Notification};
 use crate::engine_metrics::{MetricsSink, NOTIFIER_RECONNECTS};
 use crate::error::Result;
+use crate::health::HealthState;
 use crate::job::JobId;
 use crate::queue_handle::QueueHandle;
 use crate::schema::Schema;
@@ -123,6 +124,7 @@ pub(crate) struct Notifier<D: Driver> {
     schema: Schema,
     router: NotificationRouter,
     reconnects: Counter,
+    health: Arc<HealthState>,
 }
 
 impl<D: Driver> Notifier<D> {
@@ -132,18 +134,22 @@ impl<D: Driver> Notifier<D> {
         schema: Schema,
         router: NotificationRouter,
         metrics: MetricsSink,
+        health: Arc<HealthState>,
     ) -> Self {
         Notifier {
             driver,
             schema,
             router,
             reconnects: metrics.counter(NOTIFIER_RECONNECTS, &[]),
+            health,
         }
     }
 
     /// Listens until `stop`, reconnecting with backoff.
     pub(crate) async fn run(self, stop: CancellationToken) {
         let span = info_span!("notifier", schema = self.schema.name());
+        let _state = ListenerStateGuard(Arc::clone(&self.health));
+        self.health.set_listening(false);
         async move {
             let channels: Vec<String> = [TOPIC_INSERT, TOPIC_CONTROL, TOPIC_LEADERSHIP]
                 .iter()
@@ -173,12 +179,14 @@ impl<D: Driver> Notifier<D> {
                                 info!("listener reopened; producers re-poll");
                             }
                             opened_before = true;
+                            self.health.set_listening(true);
                             backoff.reset();
                             // Anything sent before we listened was missed.
                             self.router.resync();
                             listener.insert(l)
                         }
                         Err(e) => {
+                            self.health.set_listening(false);
                             warn!(error = %e, "cannot open the listener; polling meanwhile");
                             if backoff.sleep(&stop).await {
                                 return;
@@ -195,12 +203,14 @@ impl<D: Driver> Notifier<D> {
                             self.router.route(&self.schema, &n);
                         }
                         Ok(ListenerEvent::Reconnected) => {
+                            self.health.set_listening(true);
                             self.reconnects.increment(1);
                             info!("listener reconnected; producers re-poll");
                             backoff.reset();
                             self.router.resync();
                         }
                         Err(e) => {
+                            self.health.set_listening(false);
                             warn!(error = %e, "listener failed; it reconnects on the next call");
                             if backoff.sleep(&stop).await {
                                 return;
@@ -220,6 +230,15 @@ impl<D: Driver> Notifier<D> {
             l.listen(c).await?;
         }
         Ok(l)
+    }
+}
+
+/// Reports the listener stopped when the notifier's task ends.
+struct ListenerStateGuard(Arc<HealthState>);
+
+impl Drop for ListenerStateGuard {
+    fn drop(&mut self) {
+        self.0.listener_stopped();
     }
 }
 

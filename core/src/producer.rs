@@ -36,6 +36,7 @@ use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, MetricsSink};
 use crate::error::{Error, Result, with_timeout};
+use crate::health::HealthState;
 use crate::in_flight::{HeldClaim, InFlight};
 use crate::job::JobRow;
 use crate::job_executor::JobExecutor;
@@ -78,6 +79,8 @@ pub(crate) struct ProducerConfig {
     pub(crate) refresh_interval: Duration,
     /// Where claim metrics go.
     pub(crate) metrics: MetricsSink,
+    /// Where the producer reports that its fetch loop runs.
+    pub(crate) health: Arc<HealthState>,
     /// The client's fencing tokens, one per fetch.
     pub(crate) claim_tokens: Arc<ClaimTokens>,
 }
@@ -148,6 +151,7 @@ impl<D: Driver> Producer<D> {
                 kill.clone(),
             )));
             let mut backoff = Duration::from_millis(100);
+            let fetching = self.config.health.producer_running();
             self.refresh().await;
             let mut last_refresh = Instant::now();
             while !stop.is_cancelled() {
@@ -191,6 +195,7 @@ impl<D: Driver> Producer<D> {
                     last_refresh = Instant::now();
                 }
             }
+            drop(fetching);
             // Buffered jobs never started: they go back to their queue, attempt given back.
             self.release_buffered(&slots, "stopping").await;
             // Wait for every job this producer started.

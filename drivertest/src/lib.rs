@@ -94,6 +94,10 @@ macro_rules! __pooler_cases {
                 bulk_insert_of_ten_thousand_jobs_runs_each_once,
                 single_insert_keeps_every_option, enqueue_needs_only_an_executor,
             }
+            queue_names {
+                pausing_an_unknown_queue_is_an_error_unless_asked_to_create_it,
+                queue_name_check_applies_under_running_clients_and_keeps_bad_rows,
+            }
             client_stop {
                 ten_thousand_jobs_over_three_queues_run_exactly_once,
                 two_clients_share_work_without_running_a_job_twice,
@@ -161,6 +165,10 @@ macro_rules! __conformance_cases {
                 a_terminated_locker_drops_in_flight_results_and_recovers,
                 cancel_stops_a_running_job, a_lock_budget_above_half_the_lock_table_is_refused,
             }
+            queue_names {
+                pausing_an_unknown_queue_is_an_error_unless_asked_to_create_it,
+                queue_name_check_applies_under_running_clients_and_keeps_bad_rows,
+            }
             client_work {
                 retry_then_success, anyhow_and_eyre_errors_are_recorded_with_their_chain,
                 attempts_exhausted_are_discarded_with_every_error,
@@ -195,6 +203,13 @@ macro_rules! __conformance_cases {
                 soft_stop_waits_for_running_jobs, hard_stop_interrupts_and_gives_back_the_attempt,
                 two_clients_share_work_without_running_a_job_twice,
                 superseded_attempt_reporting_late_changes_nothing, stop_start_cycles_are_safe,
+                soft_stop_stops_fetching_on_every_queue_at_once,
+                hard_stop_works_during_a_soft_stop,
+                stop_with_grace_interrupts_only_after_the_grace,
+            }
+            client_health {
+                health_follows_the_client_from_start_to_stop,
+                health_of_poll_only_and_insert_only_clients,
             }
             client_tracing {
                 worker_lines_carry_the_job_span_fields,
@@ -248,6 +263,7 @@ macro_rules! __conformance_cases {
                 rescued_and_released_jobs_keep_their_place_in_the_queue,
                 rescue_meets_its_bound_with_defaults_when_the_leader_dies,
                 a_fetch_that_timed_out_after_its_claim_committed_is_reconciled,
+                an_expired_client_missed_by_a_pass_is_rescued_at_the_next,
             }
             maintenance {
                 jobs_of_a_killed_worker_are_rescued,

@@ -39,6 +39,8 @@ macro_rules! migrations {
 migrations! {
     1 => "001_create_tables",
     2 => "002_claim_token",
+    3 => "003_job_queue_name_check",
+    4 => "004_validate_job_queue_name_check",
 }
 
 /// The latest version.

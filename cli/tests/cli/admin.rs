@@ -48,7 +48,19 @@ fn queue_and_job_commands_administer_a_schema() {
     ok(&schema, &["migrate", "up"]);
 
     assert_eq!(json(&schema, &["queue", "list"]), json!([]));
-    let paused = json(&schema, &["queue", "pause", "mail"]);
+    let unknown = pgmill(&schema, &["queue", "pause", "mail"]);
+    assert!(!unknown.status.success());
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        stderr.contains("no queue \"mail\"") && stderr.contains("--create"),
+        "{stderr}"
+    );
+    assert_eq!(
+        json(&schema, &["queue", "list"]),
+        json!([]),
+        "nothing created"
+    );
+    let paused = json(&schema, &["queue", "pause", "mail", "--create"]);
     assert_eq!(paused, json!({"paused": ["mail"]}));
     let queues = json(&schema, &["queue", "list"]);
     assert_eq!(queues[0]["name"], "mail");
@@ -72,7 +84,41 @@ fn queue_and_job_commands_administer_a_schema() {
     let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
     let (first, second) = (ids[0].to_string(), ids[1].to_string());
 
-    let page = json(&schema, &["job", "list", "--queue", "mail", "--limit", "1"]);
+    // No client works `mail`, nor `mial`, a name no producer registered.
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_job (queue, kind) VALUES ('mial', 'send')"
+    ));
+    let unserved = json(&schema, &["queue", "unserved"]);
+    let names: Vec<&str> = unserved
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mail", "mial"], "{unserved}");
+    assert_eq!(unserved[0]["counts"]["available"], 2);
+    assert_eq!(unserved[1]["registered"], false);
+    let table = ok(&schema, &["queue", "unserved"]);
+    assert!(
+        table.contains("REGISTERED") && table.contains("mial"),
+        "{table}"
+    );
+    let table = ok(&schema, &["queue", "list"]);
+    assert!(
+        table.contains("SERVED") && table.contains("1 more queue(s)"),
+        "{table}"
+    );
+    // A queue holding live jobs exists: it pauses without --create.
+    let paused = json(&schema, &["queue", "pause", "mial"]);
+    assert_eq!(paused, json!({"paused": ["mial"]}));
+    sql(&format!(
+        "DELETE FROM \"{schema}\".pgmill_job WHERE queue = 'mial'"
+    ));
+
+    let page = json(
+        &schema,
+        &["job", "list", "--oldest", "--queue", "mail", "--limit", "1"],
+    );
     assert_eq!(page["jobs"][0]["id"], ids[0]);
     assert_eq!(page["next_cursor"], ids[0]);
     let page = json(
@@ -107,5 +153,134 @@ fn queue_and_job_commands_administer_a_schema() {
     assert!(!gone.status.success());
     let stderr = String::from_utf8_lossy(&gone.stderr);
     assert_eq!(stderr, format!("pgmill: job {second} not found\n"));
+    drop_schema(&schema);
+}
+
+#[test]
+fn a_schema_not_migrated_gets_the_migrate_hint() {
+    let schema = fresh_schema_name();
+    let out = pgmill(&schema, &["job", "list"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("run `pgmill migrate up`"), "{stderr}");
+    drop_schema(&schema);
+}
+
+#[test]
+fn job_list_is_newest_first_and_job_get_cuts_long_args() {
+    let schema = fresh_schema_name();
+    ok(&schema, &["migrate", "up"]);
+    let rows = sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_job (queue, kind, args) \
+         VALUES ('q', 'k', jsonb_build_object('blob', repeat('x', 5000))), ('q', 'k', '{{}}') \
+         RETURNING id"
+    ));
+    let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    let page = json(&schema, &["job", "list", "--limit", "1"]);
+    assert_eq!(page["jobs"][0]["id"], ids[1]);
+    assert_eq!(page["next_cursor"], ids[1]);
+    let older = json(&schema, &["job", "list", "--before", &ids[1].to_string()]);
+    assert_eq!(older["jobs"][0]["id"], ids[0]);
+    let oldest = json(&schema, &["job", "list", "--oldest", "--limit", "1"]);
+    assert_eq!(oldest["jobs"][0]["id"], ids[0]);
+    let table = ok(&schema, &["job", "list", "--limit", "1"]);
+    assert!(table.contains(&format!("--before {}", ids[1])), "{table}");
+
+    let first = ids[0].to_string();
+    let cut = ok(&schema, &["job", "get", &first]);
+    assert!(
+        cut.contains("--full shows all") && cut.len() < 4_000,
+        "{}",
+        cut.len()
+    );
+    let full = ok(&schema, &["job", "get", &first, "--full"]);
+    assert!(full.contains(&"x".repeat(5000)) && !full.contains("--full shows all"));
+    drop_schema(&schema);
+}
+
+#[test]
+fn bulk_actions_count_first_and_need_a_confirmation() {
+    let schema = fresh_schema_name();
+    ok(&schema, &["migrate", "up"]);
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_job (queue, kind, args, state, finalized_at) \
+         SELECT 'q', 'k', '{{}}', 'discarded', now() FROM generate_series(1, 1200)"
+    ));
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_job (queue, kind, args) VALUES ('other', 'k', '{{}}')"
+    ));
+    // No terminal to ask on and no --yes: nothing is done.
+    let refused = pgmill(&schema, &["job", "retry", "--state", "discarded"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("1200 job(s) to retry") && stderr.contains("--yes"),
+        "{stderr}"
+    );
+    let retried = json(&schema, &["job", "retry", "--state", "discarded", "--yes"]);
+    assert_eq!(
+        retried,
+        json!({"action": "retry", "matched": 1200, "changed": 1200})
+    );
+    let available = sql(&format!(
+        "SELECT count(*) FROM \"{schema}\".pgmill_job WHERE state = 'available'"
+    ));
+    assert_eq!(available[0].get::<_, i64>(0), 1201);
+    let deleted = ok(&schema, &["job", "delete", "--queue", "other", "-y"]);
+    assert_eq!(deleted.trim(), "deleted 1 job(s) of 1 matched");
+    let none = json(&schema, &["job", "cancel", "--queue", "nowhere", "--yes"]);
+    assert_eq!(none["matched"], 0);
+    assert!(
+        !pgmill(&schema, &["job", "cancel", "1", "--queue", "q"])
+            .status
+            .success()
+    );
+    drop_schema(&schema);
+}
+
+#[test]
+fn periodic_and_clients_commands() {
+    let schema = fresh_schema_name();
+    ok(&schema, &["migrate", "up"]);
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_periodic (name, schedule, next_run_at) \
+         VALUES ('nightly', '0 3 * * *', now() + interval '1 hour')"
+    ));
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_client (id, hostname, pid) VALUES ('c1', 'h', 7)"
+    ));
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_leader (name, leader_id, elected_at, expires_at) \
+         VALUES ('default', 'c1', now(), now() + interval '1 minute')"
+    ));
+    let list = json(&schema, &["periodic", "list"]);
+    assert_eq!(list[0]["name"], "nightly");
+    assert_eq!(list[0]["paused"], false);
+    assert_eq!(
+        ok(&schema, &["periodic", "pause", "nightly"]).trim(),
+        "paused: nightly"
+    );
+    assert_eq!(json(&schema, &["periodic", "list"])[0]["paused"], true);
+    assert_eq!(
+        json(&schema, &["periodic", "resume", "nightly"]),
+        json!({"resumed": ["nightly"]})
+    );
+    let missing = pgmill(&schema, &["periodic", "pause", "nope"]);
+    assert!(!missing.status.success());
+    let table = ok(&schema, &["periodic", "list"]);
+    assert!(
+        table.starts_with("NAME") && table.contains("0 3 * * *"),
+        "{table}"
+    );
+
+    let clients = json(&schema, &["clients"]);
+    assert_eq!(clients[0]["id"], "c1");
+    assert_eq!(clients[0]["live"], true);
+    assert_eq!(clients[0]["leader"], true);
+    let table = ok(&schema, &["clients"]);
+    assert!(
+        table.contains("c1") && table.contains("live, leader"),
+        "{table}"
+    );
     drop_schema(&schema);
 }

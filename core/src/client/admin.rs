@@ -225,23 +225,46 @@ impl<D: Driver> Client<D> {
     /// running jobs finish. Persisted, so producers starting later start paused. Returns the
     /// queues paused.
     ///
+    /// The queue must exist: registered by a producer, holding live jobs, or one this client is
+    /// built to work. To pause a queue before any client works it, use
+    /// [`Client::queue_pause_or_create`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for a bad name;
+    /// [`Error::UnknownQueue`](crate::Error::UnknownQueue) for a queue that does not exist
+    /// (nothing is paused or created); the database error.
+    pub async fn queue_pause(&self, queue: &str) -> Result<Vec<String>> {
+        let create = self.inner.queues.contains_key(queue);
+        let names = self.queue_control(queue, true, create).await?;
+        if names.is_empty() && queue != "*" {
+            return Err(Error::UnknownQueue(queue.to_owned()));
+        }
+        Ok(names)
+    }
+
+    /// Pauses a queue as [`Client::queue_pause`] does, registering it paused if it does not exist
+    /// yet, so the producers that start on it later start paused.
+    ///
     /// # Errors
     ///
     /// [`Error::InvalidName`](crate::Error::InvalidName) for a bad name; the database error.
-    pub async fn queue_pause(&self, queue: &str) -> Result<Vec<String>> {
-        self.queue_control(queue, true).await
+    pub async fn queue_pause_or_create(&self, queue: &str) -> Result<Vec<String>> {
+        self.queue_control(queue, true, true).await
     }
 
-    /// Resumes a paused queue in every process (`*`: every queue). Returns the queues resumed.
+    /// Resumes a paused queue in every process (`*`: every queue). Returns the queues resumed:
+    /// none for a queue that is not registered (it was never paused).
     ///
     /// # Errors
     ///
-    /// As [`Client::queue_pause`].
+    /// [`Error::InvalidName`](crate::Error::InvalidName) for a bad name; the database error.
     pub async fn queue_resume(&self, queue: &str) -> Result<Vec<String>> {
-        self.queue_control(queue, false).await
+        self.queue_control(queue, false, false).await
     }
 
-    async fn queue_control(&self, queue: &str, pause: bool) -> Result<Vec<String>> {
+    /// Pauses (registering an unknown queue only if `create`) or resumes `queue`.
+    async fn queue_control(&self, queue: &str, pause: bool, create: bool) -> Result<Vec<String>> {
         if queue != "*" {
             validate_name("queue", queue)?;
         }
@@ -249,7 +272,7 @@ impl<D: Driver> Client<D> {
         let mut tx = conn.begin().await?;
         let (stmt, msg) = if pause {
             (
-                queue_pause(self.schema(), queue),
+                queue_pause(self.schema(), queue, create),
                 ControlMessage::Pause {
                     queue: queue.to_owned(),
                 },
@@ -263,6 +286,11 @@ impl<D: Driver> Client<D> {
             )
         };
         let names: Vec<QueueName> = tx.query_as(&stmt).await?;
+        if names.is_empty() && queue != "*" {
+            // Nothing by that name: nothing to tell anyone.
+            tx.rollback().await?;
+            return Ok(Vec::new());
+        }
         tx.execute(&queue_control_notify(self.schema(), &[json!(msg)]))
             .await?;
         tx.commit().await?;

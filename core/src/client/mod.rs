@@ -7,6 +7,8 @@ mod admin;
 mod browse;
 mod bulk;
 mod config;
+mod health;
+mod shutdown;
 
 pub use config::{ClaimMode, ClientBuilder, Config, QueueConfig};
 
@@ -28,6 +30,7 @@ use crate::elector::Elector;
 use crate::engine_metrics::MetricsSink;
 use crate::error::Result;
 use crate::event::{EventSender, Subscription};
+use crate::health::HealthState;
 use crate::heartbeat::{Heartbeat, LastBeat};
 use crate::in_flight::InFlight;
 use crate::inserter::{InsertResult, Inserter, due_queues};
@@ -97,9 +100,20 @@ struct ClientInner<D: Driver> {
     /// Fencing tokens for this client's claims, unique over its whole life.
     claim_tokens: Arc<ClaimTokens>,
     running: Mutex<Option<Running<D>>>,
+    /// The shutdown under way or last done, which a later call joins (and hardens).
+    stopping: std::sync::Mutex<Option<Stopping>>,
+    /// What the components report for [`Client::health`].
+    health: Arc<HealthState>,
     /// Every middleware attempts and inserts run through (the metrics middleware first).
     middleware: MiddlewareStack,
     metrics: MetricsSink,
+}
+
+/// A shutdown under way: its hard-stop token, and whether it is done.
+#[derive(Clone)]
+struct Stopping {
+    kill: CancellationToken,
+    done: watch::Receiver<bool>,
 }
 
 /// The tasks of a started client.
@@ -188,6 +202,8 @@ impl<D: Driver> Client<D> {
                 in_flight: Arc::default(),
                 claim_tokens: Arc::new(ClaimTokens::new()),
                 running: Mutex::new(None),
+                stopping: std::sync::Mutex::new(None),
+                health: Arc::default(),
                 middleware,
                 metrics,
             }),
@@ -269,6 +285,10 @@ impl<D: Driver> Client<D> {
         if running.is_some() {
             return Ok(());
         }
+        // A shutdown still under way ends first.
+        if let Some(mut stopping) = self.stopping() {
+            let _ = stopping.done.wait_for(|done| *done).await;
+        }
         let inner = &self.inner;
         let cfg = &inner.config;
         let backoff = cfg.supervisor_backoff;
@@ -327,6 +347,7 @@ impl<D: Driver> Client<D> {
             refresh_interval: cfg.queue_refresh_interval,
             metrics: inner.metrics.clone(),
             claim_tokens: Arc::clone(&inner.claim_tokens),
+            health: Arc::clone(&inner.health),
         };
         let kill = CancellationToken::new();
         let mut producers = Vec::new();
@@ -372,6 +393,7 @@ impl<D: Driver> Client<D> {
                     cfg.schema.clone(),
                     router,
                     inner.metrics.clone(),
+                    Arc::clone(&inner.health),
                 );
                 background.push(
                     spawn_supervised("notifier", backoff, move |stop| notifier.clone().run(stop))
@@ -386,6 +408,7 @@ impl<D: Driver> Client<D> {
                 cfg.heartbeat_interval,
                 Arc::clone(&inner.in_flight),
                 last_beat,
+                Arc::clone(&inner.health),
             );
             if let Some(locker) = &locker {
                 heartbeat = heartbeat.with_locker(Arc::clone(locker));
@@ -462,41 +485,88 @@ impl<D: Driver> Client<D> {
         Ok(service)
     }
 
-    /// Soft stop: fetches nothing more, waits for running jobs to finish and their outcomes to be
-    /// recorded. Safe to call twice or before start.
+    /// Soft stop: every queue stops fetching at once (claimed jobs not started yet go back to
+    /// `available`, attempt given back), then waits for running jobs to finish and their outcomes
+    /// to be recorded. Safe to call twice or before start.
+    ///
+    /// The stop runs on its own task: dropping this future (a timeout around it) leaves it
+    /// going, and a later [`Client::stop_and_cancel`] turns it into a hard stop. See also
+    /// [`Client::stop_with_grace`].
     pub async fn stop(&self) {
         self.shutdown(false).await;
     }
 
     /// Hard stop: interrupts running jobs (they go back to `available` with their attempt given
-    /// back), then waits as [`Client::stop`] does.
+    /// back), then waits as [`Client::stop`] does. Works at any point of a soft stop too, as in
+    /// `timeout(grace, client.stop())` followed by `client.stop_and_cancel()`.
     pub async fn stop_and_cancel(&self) {
         self.shutdown(true).await;
     }
 
+    fn stopping(&self) -> Option<Stopping> {
+        self.inner
+            .stopping
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
     async fn shutdown(&self, hard: bool) {
-        let Some(running) = self.inner.running.lock().await.take() else {
+        let stopping = {
+            let mut running = self.inner.running.lock().await;
+            match running.take() {
+                Some(running) => Some(self.begin_shutdown(running)),
+                None => self.stopping(),
+            }
+        };
+        let Some(mut stopping) = stopping else {
             return;
         };
         if hard {
-            running.kill.cancel();
+            stopping.kill.cancel();
         }
-        for p in &running.producers {
-            p.stop().await;
-        }
-        // Every sender is gone once the producers' jobs ended: the completer drains and ends.
-        running.completer.token().cancel();
-        running.completer.join().await;
-        if let Some(locker) = &running.locker {
-            // Every outcome is recorded: whatever the session still holds goes with it.
-            locker.close().await;
-        }
-        // Last: leadership (resigning), the notifier, and the heartbeat, which removes the
-        // client's row only now that none of its jobs runs.
-        for s in &running.background {
-            s.stop().await;
-        }
-        info!(client_id = %self.inner.id, hard, "client stopped");
+        let _ = stopping.done.wait_for(|done| *done).await;
+    }
+
+    /// Starts stopping `running` on a task of its own, so that no caller giving up on the wait
+    /// leaves the client half stopped.
+    fn begin_shutdown(&self, running: Running<D>) -> Stopping {
+        let (done_tx, done) = watch::channel(false);
+        let stopping = Stopping {
+            kill: running.kill.clone(),
+            done,
+        };
+        *self
+            .inner
+            .stopping
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(stopping.clone());
+        let id = self.inner.id.clone();
+        tokio::spawn(async move {
+            // Every queue stops fetching at once; then each producer waits for its jobs.
+            for p in &running.producers {
+                p.token().cancel();
+            }
+            for p in &running.producers {
+                p.join().await;
+            }
+            // Every sender is gone once the producers' jobs ended: the completer drains and ends.
+            running.completer.token().cancel();
+            running.completer.join().await;
+            if let Some(locker) = &running.locker {
+                // Every outcome is recorded: whatever the session still holds goes with it.
+                locker.close().await;
+            }
+            // Last: leadership (resigning), the notifier, and the heartbeat, which removes the
+            // client's row only now that none of its jobs runs.
+            for s in &running.background {
+                s.stop().await;
+            }
+            let hard = running.kill.is_cancelled();
+            info!(client_id = %id, hard, "client stopped");
+            let _ = done_tx.send(true);
+        });
+        stopping
     }
 
     /// True while this client is the leader of its schema.

@@ -31,6 +31,8 @@ const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long past a client's timeout the pass that rescues its jobs runs (the query compares
 /// strictly, on the database clock).
 const PAST_TIMEOUT: Duration = Duration::from_millis(50);
+/// The next pass after one that left an expired client's running jobs behind.
+const OVERDUE_RETRY: Duration = Duration::from_millis(500);
 
 /// Settings of the [`JobRescuer`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,7 +188,7 @@ impl<D: Driver> JobRescuer<D> {
 
     /// Until the next pass: `interval`, or less when a client's heartbeat times out sooner (just
     /// past that moment), so a dead client's jobs are rescued as soon as it counts as dead rather
-    /// than up to an interval later.
+    /// than up to an interval later; soon when an expired client still has running jobs.
     async fn next_pass_in(&self) -> Duration {
         let interval = self.config.interval;
         let timeout = TimeDelta::from_std(self.config.client_timeout).unwrap_or(TimeDelta::MAX);
@@ -197,6 +199,9 @@ impl<D: Driver> JobRescuer<D> {
         })
         .await;
         match left {
+            // A client expired and still has running jobs: the last pass missed them (its
+            // heartbeat expired just after the pass read the clock, or their rows were locked).
+            Ok(Ok(Some(us))) if us <= 0 => OVERDUE_RETRY.min(interval),
             Ok(Ok(Some(us))) => {
                 let until = Duration::from_micros(u64::try_from(us).unwrap_or(0));
                 (until + PAST_TIMEOUT).min(interval)

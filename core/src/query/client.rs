@@ -31,7 +31,8 @@ pub(crate) fn client_register(
 }
 
 /// How long until the next live client's heartbeat is older than `timeout`, in microseconds
-/// (`micros_left`; NULL when no client is live).
+/// (`micros_left`; zero or less when an expired client still has running jobs; NULL when no
+/// client is live and none of the expired has running jobs).
 pub(crate) fn client_next_timeout(schema: &Schema, timeout: TimeDelta) -> Statement {
     schema
         .statement(Query::ClientNextTimeout)

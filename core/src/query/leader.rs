@@ -89,3 +89,16 @@ pub(crate) fn leader_resign(schema: &Schema, term: &LeaderRow) -> Statement {
 pub(crate) fn leader_get(schema: &Schema) -> Statement {
     schema.statement(Query::LeaderGet)
 }
+
+/// The id of the client holding a live lease.
+pub(crate) struct LeaderIdRow(pub(crate) String);
+
+impl FromRow for LeaderIdRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(LeaderIdRow(row.take("leader_id")?))
+    }
+}
+
+pub(crate) fn leader_get_live(schema: &Schema) -> Statement {
+    schema.statement(Query::LeaderGetLive)
+}

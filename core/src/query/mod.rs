@@ -36,7 +36,8 @@ pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
 pub(crate) use job_summary::{job_list_newest, job_list_newest_page};
 pub use leader::LeaderRow;
 pub(crate) use leader::{
-    ElectionRow, leader_attempt_elect, leader_attempt_reelect, leader_get, leader_resign,
+    ElectionRow, LeaderIdRow, leader_attempt_elect, leader_attempt_reelect, leader_get,
+    leader_get_live, leader_resign,
 };
 pub use migration::MigrationRow;
 pub(crate) use migration::{

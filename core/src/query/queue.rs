@@ -182,8 +182,8 @@ pub(crate) fn queue_upsert(schema: &Schema, queue: &str) -> Statement {
     schema.statement(Query::QueueUpsert).bind(queue)
 }
 
-pub(crate) fn queue_pause(schema: &Schema, queue: &str) -> Statement {
-    schema.statement(Query::QueuePause).bind(queue)
+pub(crate) fn queue_pause(schema: &Schema, queue: &str, create: bool) -> Statement {
+    schema.statement(Query::QueuePause).bind(queue).bind(create)
 }
 
 pub(crate) fn queue_resume(schema: &Schema, queue: &str) -> Statement {

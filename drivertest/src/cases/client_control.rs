@@ -55,8 +55,8 @@ pub async fn queue_counts_cover_live_states_and_leave_finished_jobs_out<H: Harne
     let ctx = ctx::<H>().await;
     let operator = test_client(&ctx).build().unwrap();
     // Registers both queues (a pause upserts the queue's row), then runs them again.
-    operator.queue_pause("mail").await.unwrap();
-    operator.queue_pause("other").await.unwrap();
+    operator.queue_pause_or_create("mail").await.unwrap();
+    operator.queue_pause_or_create("other").await.unwrap();
     operator.queue_resume("*").await.unwrap();
     let mut rows = Vec::new();
     for (state, n) in [
@@ -117,6 +117,11 @@ pub async fn pause_stops_fetching_and_resume_restarts<H: Harness>() {
         client.start().await.unwrap();
         // Another process pauses and resumes: only the database and notifications connect them.
         let operator = test_client(&ctx).build().unwrap();
+        // The producer registers its queue in the background after start.
+        wait_for("queue registered", async || {
+            operator.queue_get("default").await.unwrap().is_some()
+        })
+        .await;
         assert_eq!(operator.queue_pause("default").await.unwrap(), ["default"]);
         wait_for("client saw the pause", async || {
             client
@@ -147,8 +152,8 @@ pub async fn pause_stops_fetching_and_resume_restarts<H: Harness>() {
 pub async fn pause_all_and_start_paused<H: Harness>() {
     let ctx = ctx::<H>().await;
     let operator = test_client(&ctx).build().unwrap();
-    operator.queue_pause("one").await.unwrap();
-    operator.queue_pause("two").await.unwrap();
+    operator.queue_pause_or_create("one").await.unwrap();
+    operator.queue_pause_or_create("two").await.unwrap();
     operator.queue_resume("*").await.unwrap();
     operator.queue_pause("*").await.unwrap();
     assert!(

@@ -8,7 +8,7 @@ use pgmill::driver::Executor;
 use pgmill::{InsertOpts, InsertParams, JobError, JobState};
 use tokio::sync::Notify;
 
-use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
+use crate::scripted::{ScriptedWorker, Task, count_in, state_counts, test_client, wait_for};
 use crate::{Harness, migrated as ctx};
 
 /// 10,000 jobs over three queues with 50 workers each: every job completes exactly once.
@@ -57,10 +57,7 @@ pub async fn soft_stop_waits_for_running_jobs<H: Harness>() {
         client.insert(Task { n }).await.unwrap();
     }
     client.start().await.unwrap();
-    wait_for("jobs running", async || {
-        count_in(&ctx, JobState::Running).await == 5
-    })
-    .await;
+    wait_for("jobs started", async || worker.total_runs() == 5).await;
     client.insert(Task { n: 99 }).await.unwrap();
     client.stop().await;
     assert_eq!(count_in(&ctx, JobState::Completed).await, 5);
@@ -82,17 +79,14 @@ pub async fn hard_stop_interrupts_and_gives_back_the_attempt<H: Harness>() {
     });
     let client = test_client(&ctx)
         .queue("default", 3)
-        .worker(forever)
+        .worker(forever.clone())
         .build()
         .unwrap();
     for n in 0..3 {
         client.insert(Task { n }).await.unwrap();
     }
     client.start().await.unwrap();
-    wait_for("jobs running", async || {
-        count_in(&ctx, JobState::Running).await == 3
-    })
-    .await;
+    wait_for("jobs started", async || forever.total_runs() == 3).await;
     client.stop_and_cancel().await;
     assert_eq!(count_in(&ctx, JobState::Available).await, 3);
     let page = client
@@ -247,4 +241,144 @@ pub async fn stop_start_cycles_are_safe<H: Harness>() {
     .await;
     client.stop_and_cancel().await;
     assert_eq!(worker.total_runs(), 2);
+}
+
+/// A worker whose jobs with `n < 100` wait for a permit of `gate`; the others complete at once.
+fn gated(gate: &Arc<tokio::sync::Semaphore>) -> ScriptedWorker {
+    let gate = Arc::clone(gate);
+    ScriptedWorker::new(move |run| {
+        let gate = Arc::clone(&gate);
+        async move {
+            if run.n < 100 {
+                gate.acquire().await.expect("gate open").forget();
+            }
+            Ok(())
+        }
+    })
+}
+
+/// A soft stop stops fetching on every queue at once, not queue after queue: with a job running
+/// in each of two queues, a job inserted into the second queue after `stop()` was called never
+/// runs, even once the second queue's slot is free while the first queue's job still runs.
+pub async fn soft_stop_stops_fetching_on_every_queue_at_once<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let worker = gated(&gate);
+    let client = test_client(&ctx)
+        .queue("qa", 1)
+        .queue("qb", 1)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    for (n, queue) in [(1, "qa"), (2, "qb")] {
+        client
+            .insert_with(Task { n }, InsertOpts::new().queue(queue))
+            .await
+            .unwrap();
+    }
+    client.start().await.unwrap();
+    // Started by the worker, not only claimed: a claimed job a slot has not taken yet is given
+    // back by the stop.
+    wait_for("a job running in each queue", async || {
+        worker.total_runs() == 2
+    })
+    .await;
+    let stopping = tokio::spawn({
+        let client = client.clone();
+        async move { client.stop().await }
+    });
+    wait_for("every producer stopped fetching", async || {
+        client.health().await.producers_running == 0
+    })
+    .await;
+    let late = client
+        .insert_with(Task { n: 100 }, InsertOpts::new().queue("qb"))
+        .await
+        .unwrap();
+    // qb's job ends first, freeing its slot while qa's job still runs.
+    gate.add_permits(1);
+    wait_for("one job completed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    gate.add_permits(1);
+    stopping.await.unwrap();
+    let late = client.job_get(late.id).await.unwrap().expect("late job");
+    assert_eq!(late.state, JobState::Available);
+    assert_eq!(late.attempt, 0);
+    assert!(!worker.runs().contains_key(&late.id));
+    let mut jobs = Vec::new();
+    for id in worker.runs().keys() {
+        jobs.push(client.job_get(*id).await.unwrap());
+    }
+    assert_eq!(
+        count_in(&ctx, JobState::Completed).await,
+        2,
+        "{:?}; runs {:?}; jobs {jobs:#?}",
+        state_counts(&ctx).await,
+        worker.runs(),
+    );
+}
+
+/// A hard stop works at any point of a soft stop: `timeout(grace, client.stop())`, then
+/// `client.stop_and_cancel()` interrupts the job still running, which goes back to `available`
+/// with its attempt given back, and the client ends stopped.
+pub async fn hard_stop_works_during_a_soft_stop<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let forever = ScriptedWorker::new(|_| async {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok(())
+    });
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .worker(forever.clone())
+        .build()
+        .unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    client.start().await.unwrap();
+    wait_for("job started", async || forever.total_runs() == 1).await;
+    let soft = tokio::time::timeout(Duration::from_millis(300), client.stop()).await;
+    assert!(
+        soft.is_err(),
+        "the soft stop waits for the job, which never ends"
+    );
+    client.stop_and_cancel().await;
+    let job = client.job_get(job.id).await.unwrap().expect("job");
+    assert_eq!(job.state, JobState::Available);
+    assert_eq!(job.attempt, 0);
+    assert!(job.errors.is_empty());
+    let health = client.health().await;
+    assert!(
+        !health.started && health.producers_running == 0,
+        "{health:?}"
+    );
+    // Stopping again, soft or hard, returns at once.
+    client.stop().await;
+    client.stop_and_cancel().await;
+}
+
+/// `stop_with_grace` stops softly when jobs end within the grace period, and interrupts the jobs
+/// still running after it (their attempt given back).
+pub async fn stop_with_grace_interrupts_only_after_the_grace<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let worker = gated(&gate);
+    let client = test_client(&ctx)
+        .queue("default", 1)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    let job = client.insert(Task { n: 1 }).await.unwrap();
+    client.start().await.unwrap();
+    wait_for("job started", async || worker.total_runs() == 1).await;
+    assert!(!client.stop_with_grace(Duration::from_millis(200)).await);
+    let row = client.job_get(job.id).await.unwrap().expect("job");
+    assert_eq!((row.state, row.attempt), (JobState::Available, 0));
+
+    client.start().await.unwrap();
+    wait_for("job started again", async || worker.total_runs() == 2).await;
+    gate.add_permits(1);
+    assert!(client.stop_with_grace(Duration::from_secs(60)).await);
+    let row = client.job_get(job.id).await.unwrap().expect("job");
+    assert_eq!(row.state, JobState::Completed, "{row:#?}");
 }

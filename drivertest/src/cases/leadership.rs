@@ -186,9 +186,16 @@ pub async fn a_cut_off_leader_steps_down_before_its_lease_ends<H: Harness>() {
         })
     };
     ctx.script("ALTER ROLE cut_off NOLOGIN").await;
-    ctx.script("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cut_off'")
+    // Terminated until it steps down: a connection whose login began before NOLOGIN may only
+    // show up after one round of terminations.
+    wait_for("a stepped down", async || {
+        ctx.script(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cut_off'",
+        )
         .await;
-    wait_for("a stepped down", async || !a.is_leader()).await;
+        !a.is_leader()
+    })
+    .await;
     wait_for("b took over", async || b.is_leader()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     watching.store(false, Ordering::SeqCst);

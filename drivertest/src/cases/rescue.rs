@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pgmill::driver::Executor;
+use pgmill::driver::{Executor, Transaction};
 use pgmill::maintenance::{JobRescuer, JobRescuerConfig};
 use pgmill::{Client, ElectorConfig, InsertParams, JobState};
 
@@ -342,4 +342,79 @@ pub async fn a_fetch_that_timed_out_after_its_claim_committed_is_reconciled<H: H
         "{:?}",
         done.errors
     );
+}
+
+/// A dead client whose jobs a rescuer pass could not take (here the job's row is locked by
+/// another transaction during the pass; in a run, its heartbeat expiring just after the pass read
+/// the clock) is rescued as soon as it can be, not a whole wait later: the rescuer's next pass
+/// comes at once while an expired client still has running jobs. (It used to wait for the next
+/// live client's timeout, 20 s here, having lost sight of the expired one.)
+pub async fn an_expired_client_missed_by_a_pass_is_rescued_at_the_next<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let job = pgmill::Inserter::new(ctx.schema.clone())
+        .insert(&mut ctx.conn().await, Task { n: 1 })
+        .await
+        .unwrap();
+    // A client dead for a minute, the job running under its name.
+    ctx.conn()
+        .await
+        .execute(&ctx.stmt(
+            "INSERT INTO {schema}.pgmill_client (id, hostname, pid, heartbeat_at) \
+             VALUES ('dead-client', 'gone', 1, now() - interval '60 seconds')",
+        ))
+        .await
+        .unwrap();
+    ctx.conn()
+        .await
+        .execute(
+            &ctx.stmt(
+                "UPDATE {schema}.pgmill_job SET state = 'running', attempt = 1, \
+                 attempted_at = now(), attempted_by = ARRAY['dead-client'], claim_token = 7 \
+                 WHERE id = $1::bigint",
+            )
+            .bind(job.id.0),
+        )
+        .await
+        .unwrap();
+    let mut conn = ctx.conn().await;
+    let mut lock = conn.begin().await.unwrap();
+    lock.execute(
+        &ctx.stmt("SELECT id FROM {schema}.pgmill_job WHERE id = $1::bigint FOR UPDATE")
+            .bind(job.id.0),
+    )
+    .await
+    .unwrap();
+
+    let mut rescuer = JobRescuerConfig::default();
+    rescuer.interval = Duration::from_secs(600);
+    rescuer.client_timeout = Duration::from_secs(20);
+    let leader = test_client(&ctx)
+        .queue("other", 1)
+        .worker(ScriptedWorker::ok())
+        .rescuer(rescuer)
+        .elector(long_lease())
+        .build()
+        .unwrap();
+    leader.start().await.unwrap();
+    wait_for("the client leads", async || leader.is_leader()).await;
+    // The rescuer's first pass runs when leadership starts, and skips the locked row.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(count_in(&ctx, JobState::Running).await, 1);
+    lock.rollback().await.unwrap();
+
+    let rescued = crate::eventually(Duration::from_secs(10), async || {
+        count_in(&ctx, JobState::Available).await == 1
+    })
+    .await;
+    assert!(
+        rescued,
+        "the job of the expired client was not rescued within 10 s of its row being free"
+    );
+    let row = leader.job_get(job.id).await.unwrap().unwrap();
+    assert!(
+        row.errors[0].error.contains("stopped heartbeating"),
+        "{:?}",
+        row.errors
+    );
+    leader.stop().await;
 }

@@ -1,0 +1,60 @@
+//! [`Client::health`]: what a readiness endpoint reports.
+
+use crate::client::Client;
+use crate::connection_lease::ConnectionLease;
+use crate::driver::{Driver, Executor};
+use crate::error::with_timeout;
+use crate::health::{Health, ListenerState};
+use crate::query::{LeaderIdRow, leader_get_live};
+
+impl<D: Driver> Client<D> {
+    /// This client's health now, for a readiness endpoint ([`Health::is_ready`] sums it up).
+    ///
+    /// Makes one round trip to the database (which also reads who leads, by the database clock);
+    /// the rest is what the client's components last reported. Never fails: a database that does
+    /// not answer is reported in [`Health::connected`] and [`Health::database_error`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run<D: pgmill::driver::Driver>(client: pgmill::Client<D>) {
+    /// let health = client.health().await;
+    /// if !health.is_ready() {
+    ///     tracing::warn!(?health, "not ready");
+    /// }
+    /// # }
+    /// ```
+    pub async fn health(&self) -> Health {
+        let leader = with_timeout("health check", async {
+            let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+            conn.query_opt::<LeaderIdRow>(&leader_get_live(self.schema()))
+                .await
+        })
+        .await;
+        let (connected, database_error, leader) = match leader {
+            Ok(row) => (true, None, row.map(|LeaderIdRow(id)| id)),
+            Err(e) => (false, Some(e.to_string()), None),
+        };
+        let started = self.inner.running.lock().await.is_some();
+        let state = &self.inner.health;
+        let listener = if !started || self.inner.config.queues.is_empty() {
+            ListenerState::NotStarted
+        } else if self.poll_only() {
+            ListenerState::PollOnly
+        } else {
+            state.listener()
+        };
+        Health {
+            connected,
+            database_error,
+            started,
+            heartbeat_age: state.heartbeat_age(),
+            heartbeat_interval: self.inner.config.heartbeat_interval,
+            leader,
+            is_leader: self.is_leader(),
+            producers_running: state.producers_running(),
+            producers_total: self.inner.config.queues.len(),
+            listener,
+        }
+    }
+}
