@@ -1,4 +1,4 @@
-//! pgmill-test's own tests, against real Postgres on two drivers (sqlx and tokio-postgres).
+//! pgmill-test's own tests, against real Postgres on every driver (sqlx, tokio-postgres and diesel).
 
 mod inline;
 mod scenarios;
@@ -22,6 +22,18 @@ macro_rules! on_every_driver {
                 async fn $scenario() {
                     let url = pgmill_test::testdb::url();
                     let driver = pgmill_driver_tokio_postgres::TokioPostgresDriver::connect(&url, 4)
+                        .await
+                        .unwrap();
+                    crate::scenarios::$scenario(driver).await;
+                }
+            )*
+        }
+        mod diesel_driver {
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    let url = pgmill_test::testdb::url();
+                    let driver = pgmill_driver_diesel::DieselDriver::connect(&url, 4)
                         .await
                         .unwrap();
                     crate::scenarios::$scenario(driver).await;
