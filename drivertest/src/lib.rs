@@ -365,6 +365,7 @@ macro_rules! __conformance_cases {
             migrator {
                 up_creates_every_table, up_again_is_a_no_op,
                 down_to_zero_removes_everything, up_down_up_again_works,
+                every_down_restores_the_version_before,
                 up_to_a_target_then_the_rest, status_reports_applied_and_pending,
                 unknown_target_is_an_error, two_migrators_racing_apply_each_version_once,
                 mixed_case_schema_is_quoted, finalized_at_check_is_enforced,

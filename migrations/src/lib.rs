@@ -41,6 +41,8 @@ migrations! {
     2 => "002_claim_token",
     3 => "003_job_queue_name_check",
     4 => "004_validate_job_queue_name_check",
+    5 => "005_queue_name_check_without_repetition",
+    6 => "006_validate_queue_name_check",
 }
 
 /// The latest version.

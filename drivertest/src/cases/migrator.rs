@@ -113,6 +113,59 @@ pub async fn up_down_up_again_works<H: Harness>() {
     assert_eq!(objects(&mut conn, &ctx.schema).await, first);
 }
 
+/// What a version's tables are made of: every column with its type and default, every constraint
+/// with its definition and whether it is validated, every index with its definition; sorted.
+async fn table_shape<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> {
+    let stmt = Statement::new(
+        "SELECT line FROM ( \
+           SELECT format('column %s.%s %s default %s', c.relname, a.attname, \
+               format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid)) AS line \
+             FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
+             WHERE n.nspname = $1::text AND c.relkind = 'r' AND a.attnum > 0 \
+               AND NOT a.attisdropped \
+           UNION ALL SELECT format('constraint %s.%s %s validated %s', c.relname, k.conname, \
+               pg_get_constraintdef(k.oid), k.convalidated) \
+             FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1::text \
+           UNION ALL SELECT format('index %s', pg_get_indexdef(i.indexrelid)) \
+             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1::text \
+         ) s ORDER BY line",
+    )
+    .bind(schema.name());
+    exec.query(&stmt)
+        .await
+        .expect("catalog query")
+        .iter()
+        .map(|r| r.get("line").unwrap())
+        .collect()
+}
+
+/// Every version's `down` gives back exactly the tables of the version before it: the same
+/// columns, constraints (validated or not) and indexes as going up to that version did.
+pub async fn every_down_restores_the_version_before<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let m = Migrator::new(ctx.schema.clone());
+    let latest = Migrator::latest_version();
+    let mut shapes = Vec::new();
+    for v in 1..=latest {
+        m.up(&mut conn, Some(v)).await.expect("up one version");
+        shapes.push(table_shape(&mut conn, &ctx.schema).await);
+    }
+    for v in (1..latest).rev() {
+        m.down(&mut conn, v).await.expect("down one version");
+        assert_eq!(
+            table_shape(&mut conn, &ctx.schema).await,
+            shapes[v as usize - 1],
+            "down from version {} to {v}",
+            v + 1
+        );
+    }
+}
+
 /// `up` to a target stops there; a later `up` applies the rest.
 pub async fn up_to_a_target_then_the_rest<H: Harness>() {
     let ctx = TestContext::<H::Driver>::new::<H>().await;
