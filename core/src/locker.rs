@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex as AsyncMutex;
 use tracing::{debug, warn};
@@ -62,6 +63,53 @@ struct Session<C> {
     busy: bool,
 }
 
+/// What the locker did since its client started, logged (at debug level) when it closes: where an
+/// advisory-mode client's claims wait.
+#[derive(Debug, Default)]
+struct LockerStats {
+    /// Claim statements run, and the jobs they locked.
+    claims: AtomicU64,
+    claimed: AtomicU64,
+    /// Claims asked for fewer jobs than the producer wanted (the budget had less room), and
+    /// claims not run at all (no room).
+    cut_by_budget: AtomicU64,
+    no_room: AtomicU64,
+    /// Unlock statements run, and the locks they released.
+    unlocks: AtomicU64,
+    unlocked: AtomicU64,
+    /// Microseconds spent waiting for the session (another statement on it), by claims and by
+    /// unlocks, and running claims (claim and re-read) and unlocks.
+    claim_wait_us: AtomicU64,
+    unlock_wait_us: AtomicU64,
+    claim_us: AtomicU64,
+    unlock_us: AtomicU64,
+}
+
+fn add_elapsed(counter: &AtomicU64, since: Instant) {
+    let us = u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX);
+    counter.fetch_add(us, Ordering::Relaxed);
+}
+
+impl LockerStats {
+    fn log(&self) {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let ms = |c: &AtomicU64| Duration::from_micros(get(c)).as_millis();
+        debug!(
+            claims = get(&self.claims),
+            claimed = get(&self.claimed),
+            cut_by_budget = get(&self.cut_by_budget),
+            no_room = get(&self.no_room),
+            unlocks = get(&self.unlocks),
+            unlocked = get(&self.unlocked),
+            claim_wait_ms = ms(&self.claim_wait_us),
+            claim_ms = ms(&self.claim_us),
+            unlock_wait_ms = ms(&self.unlock_wait_us),
+            unlock_ms = ms(&self.unlock_us),
+            "advisory locker closed"
+        );
+    }
+}
+
 /// One client's advisory locks, on one dedicated session.
 pub(crate) struct Locker<D: Driver> {
     driver: D,
@@ -76,6 +124,7 @@ pub(crate) struct Locker<D: Driver> {
     /// Every queue's handle: their jobs are cancelled when the session is lost.
     queues: HashMap<String, Arc<QueueHandle>>,
     stats: Arc<CompleterStats>,
+    locker_stats: LockerStats,
 }
 
 impl<D: Driver> fmt::Debug for Locker<D> {
@@ -111,6 +160,7 @@ impl<D: Driver> Locker<D> {
             generation: AtomicU64::new(0),
             queues,
             stats,
+            locker_stats: LockerStats::default(),
         }
     }
 
@@ -209,17 +259,33 @@ impl<D: Driver> Locker<D> {
         after: Option<FetchPosition>,
         token: i64,
     ) -> Result<(Vec<JobRow>, u64, usize)> {
+        let waiting = Instant::now();
         let mut s = self.session.lock().await;
+        let stats = &self.locker_stats;
+        add_elapsed(&stats.claim_wait_us, waiting);
         let held: Vec<i64> = self.lock_held().keys().map(|id| id.0).collect();
+        let wanted = limit;
         let limit = limit.min(self.budget.saturating_sub(held.len()));
         if limit == 0 {
+            stats.no_room.fetch_add(1, Ordering::Relaxed);
             return Ok((Vec::new(), self.generation(), 0));
         }
-        match self
+        if limit < wanted {
+            stats.cut_by_budget.fetch_add(1, Ordering::Relaxed);
+        }
+        let running = Instant::now();
+        let claimed = self
             .claim_on(&mut s, queue, limit, held, after, token)
-            .await
-        {
-            Ok(jobs) => Ok((jobs, self.generation(), limit)),
+            .await;
+        add_elapsed(&stats.claim_us, running);
+        match claimed {
+            Ok(jobs) => {
+                stats.claims.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .claimed
+                    .fetch_add(jobs.len() as u64, Ordering::Relaxed);
+                Ok((jobs, self.generation(), limit))
+            }
             Err(e) => {
                 self.lose_locked(&mut s, &e);
                 Err(e)
@@ -288,7 +354,9 @@ impl<D: Driver> Locker<D> {
     /// earlier session are skipped (their locks vanished with it).
     pub(crate) async fn release(&self, claims: impl IntoIterator<Item = (JobId, i64)>) {
         let claims: Vec<(JobId, i64)> = claims.into_iter().collect();
+        let waiting = Instant::now();
         let mut s = self.session.lock().await;
+        add_elapsed(&self.locker_stats.unlock_wait_us, waiting);
         if s.conn.is_none() || s.busy {
             return;
         }
@@ -303,6 +371,7 @@ impl<D: Driver> Locker<D> {
         if ids.is_empty() {
             return;
         }
+        let running = Instant::now();
         let result = with_timeout("locker unlock", async {
             s.busy = true;
             let conn = s
@@ -316,8 +385,14 @@ impl<D: Driver> Locker<D> {
             Ok(released)
         })
         .await;
+        add_elapsed(&self.locker_stats.unlock_us, running);
         match result {
             Ok(released) => {
+                let stats = &self.locker_stats;
+                stats.unlocks.fetch_add(1, Ordering::Relaxed);
+                stats
+                    .unlocked
+                    .fetch_add(u64::try_from(released).unwrap_or(0), Ordering::Relaxed);
                 {
                     let mut held = self.lock_held();
                     for id in &ids {
@@ -367,6 +442,7 @@ impl<D: Driver> Locker<D> {
         s.conn = None;
         s.busy = false;
         self.lock_held().clear();
+        self.locker_stats.log();
     }
 
     fn lose_locked(&self, s: &mut Session<D::Session>, why: &dyn fmt::Display) {

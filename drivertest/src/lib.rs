@@ -163,7 +163,8 @@ macro_rules! __conformance_cases {
                 errors_retry_and_exhausted_attempts_discard, stop_unlocks_buffered_jobs_untouched,
                 a_killed_clients_jobs_are_taken_at_once,
                 a_terminated_locker_drops_in_flight_results_and_recovers,
-                cancel_stops_a_running_job, a_lock_budget_above_half_the_lock_table_is_refused,
+                cancel_stops_a_running_job, bulk_cancel_stops_a_running_job,
+                a_lock_budget_above_half_the_lock_table_is_refused,
             }
             queue_names {
                 pausing_an_unknown_queue_is_an_error_unless_asked_to_create_it,

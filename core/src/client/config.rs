@@ -61,8 +61,9 @@ pub enum ClaimMode {
     /// once it has committed does the locker unlock the job. It saves the claim's row write: about
     /// half the WAL per job, and more jobs per second where the database's work per job is the
     /// bottleneck (short jobs at high throughput, in a hand-written reference). **Measured in
-    /// pgmill itself it is not faster today** (about 4,000 jobs/s against 51,000 for row-state
-    /// claims at 100,000 queued: `docs/advisory-locks.md`): use it only to experiment.
+    /// pgmill itself it is not faster** (25,000 to 32,000 jobs/s against 32,600 to 37,000 for
+    /// row-state claims in the same invocation, at 100,000 and 1,000,000 queued:
+    /// `docs/advisory-locks.md`): use it only to experiment.
     ///
     /// **Hazards**, each measured in `docs/advisory-locks.md`:
     ///
@@ -76,11 +77,11 @@ pub enum ClaimMode {
     ///   next one.
     /// - *The shared lock table.* Advisory locks take entries of the server's one lock table,
     ///   sized for `max_locks_per_transaction × (max_connections + max_prepared_transactions)`
-    ///   (6,400 at the defaults). A client holds at most its *lock budget*, the sum over its
-    ///   queues of `max_workers + prefetch`; [`Client::start`] refuses a budget above half the
-    ///   table. The sum over every client of the server must stay well under it: once the table is
-    ///   full, no session can take any lock, and no new connection can even be opened (`out of
-    ///   shared memory`, SQLSTATE 53200).
+    ///   (6,400 at the defaults). A client holds at most its *lock budget*, twice the sum over
+    ///   its queues of `max_workers + prefetch` ([`Config::lock_budget`]); [`Client::start`]
+    ///   refuses a budget above half the table. The sum over every client of the server must stay
+    ///   well under it: once the table is full, no session can take any lock, and no new
+    ///   connection can even be opened (`out of shared memory`, SQLSTATE 53200).
     /// - *No pooler.* A session-level lock belongs to a server connection: the locker must reach
     ///   the database directly, never through a transaction-mode pooler (give the drivers a
     ///   direct listener URL behind one).
@@ -230,12 +231,16 @@ impl Default for Config {
 
 impl Config {
     /// The most advisory locks this client holds in [`ClaimMode::AdvisoryLock`]: for each queue,
-    /// its workers plus the prefetch buffer.
+    /// its workers plus the prefetch buffer, twice over. A job's lock is held until its outcome
+    /// is committed, so besides the jobs running and buffered (at most workers plus prefetch) the
+    /// client holds those whose outcomes are on their way to the database; with room for only the
+    /// first, a producer waits for every flush before it claims again.
     pub fn lock_budget(&self) -> usize {
-        self.queues
+        2 * self
+            .queues
             .values()
             .map(|q| q.max_workers + self.prefetch)
-            .sum()
+            .sum::<usize>()
     }
 
     pub(crate) fn validate(&self, workers: &Workers) -> Result<()> {

@@ -9,13 +9,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use pgmill::admin::{BulkAction, JobListParams};
 use pgmill::driver::{Driver, Executor, Statement};
 use pgmill::{ClaimMode, Client, InsertOpts, InsertParams, JobError, JobId, JobRow, JobState};
 use tokio::sync::Notify;
 
 use crate::doomed::DoomedProcess;
 use crate::scripted::{
-    DropFlag, ScriptedWorker, Task, count_in, tagged_driver, test_client_on, wait_for,
+    DropFlag, ScriptedWorker, Task, count_in, tagged_driver, test_client, test_client_on, wait_for,
 };
 use crate::{Harness, TestContext, migrated as ctx};
 
@@ -402,7 +403,7 @@ pub async fn cancel_stops_a_running_job<H: Harness>() {
     assert_eq!(client.stats().superseded_results, 1);
 }
 
-/// A lock budget (workers plus prefetch) above half the server's lock table is refused at start,
+/// A lock budget (twice workers plus prefetch) above half the server's lock table is refused at start,
 /// with a clear error, before anything is claimed.
 pub async fn a_lock_budget_above_half_the_lock_table_is_refused<H: Harness>() {
     let ctx = ctx::<H>().await;
@@ -411,7 +412,7 @@ pub async fn a_lock_budget_above_half_the_lock_table_is_refused<H: Harness>() {
         .worker(ScriptedWorker::ok())
         .build()
         .unwrap();
-    assert_eq!(client.config().lock_budget(), 10_100);
+    assert_eq!(client.config().lock_budget(), 20_200);
     client.insert(Task { n: 0 }).await.unwrap();
     let err = client.start().await.unwrap_err();
     assert!(matches!(err, pgmill::Error::InvalidConfig(_)), "{err}");
@@ -421,4 +422,52 @@ pub async fn a_lock_budget_above_half_the_lock_table_is_refused<H: Harness>() {
     );
     client.stop().await;
     assert_eq!(count_in(&ctx, JobState::Available).await, 1);
+}
+
+/// An operator's bulk cancel (`Client::job_bulk` with `BulkAction::Cancel`), from a process of its
+/// own, stops a job running in an advisory-mode client as a single cancel does: the row is
+/// available while the job runs, so its client must be told of available jobs cancelled too.
+pub async fn bulk_cancel_stops_a_running_job<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let tag = format!("adv_bulk_cancel_{}", ctx.schema.name());
+    let driver = tagged_driver::<H>(&ctx, &tag).await;
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&dropped);
+    let worker = ScriptedWorker::new(move |_| {
+        let guard = DropFlag(Arc::clone(&flag));
+        async move {
+            let _guard = guard;
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Ok(())
+        }
+    });
+    let client = advisory_client(&ctx, driver)
+        .queue("default", 1)
+        .job_timeout(None)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    let inserted = client.insert(Task { n: 0 }).await.unwrap();
+    client.start().await.unwrap();
+    wait_for("running and locked", async || {
+        worker.total_runs() == 1 && locks_held(&ctx, &tag).await == 1
+    })
+    .await;
+    // The operator works from another process: a client that works no queue.
+    let operator = test_client(&ctx).build().unwrap();
+    let params = JobListParams::new().ids([inserted.id]);
+    let batch = operator
+        .job_bulk(BulkAction::Cancel, &params)
+        .await
+        .unwrap();
+    assert_eq!(batch.changed, 1);
+    wait_for("worker stopped and lock released", async || {
+        dropped.load(Ordering::SeqCst) && locks_held(&ctx, &tag).await == 0
+    })
+    .await;
+    client.stop().await;
+    let row = job(&client, inserted.id).await;
+    assert_eq!(row.state, JobState::Cancelled);
+    assert_eq!(worker.total_runs(), 1);
+    assert_eq!(client.stats().superseded_results, 1);
 }
