@@ -367,7 +367,20 @@ pub async fn a_terminated_locker_drops_in_flight_results_and_recovers<H: Harness
 pub async fn cancel_stops_a_running_job<H: Harness>() {
     let ctx = ctx::<H>().await;
     let tag = format!("adv_cancel_{}", ctx.schema.name());
-    let driver = tagged_driver::<H>(&ctx, &tag).await;
+    let (client, worker, dropped, id) = a_sleeping_job_running::<H>(&ctx, &tag).await;
+    let cancelled = client.job_cancel(id).await.unwrap().unwrap();
+    assert_eq!(cancelled.state, JobState::Cancelled);
+    stopped_released_and_cancelled(&ctx, &tag, client, &worker, &dropped, id).await;
+}
+
+/// A started advisory client of one worker (its locker's backend named `tag`), once the job it
+/// was given (one that sleeps for an hour) runs under its lock: the client, its worker, the flag
+/// set when the job's work is dropped, and the job's id.
+async fn a_sleeping_job_running<H: Harness>(
+    ctx: &TestContext<H::Driver>,
+    tag: &str,
+) -> (Client<H::Driver>, ScriptedWorker, Arc<AtomicBool>, JobId) {
+    let driver = tagged_driver::<H>(ctx, tag).await;
     let dropped = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&dropped);
     let worker = ScriptedWorker::new(move |_| {
@@ -378,7 +391,7 @@ pub async fn cancel_stops_a_running_job<H: Harness>() {
             Ok(())
         }
     });
-    let client = advisory_client(&ctx, driver)
+    let client = advisory_client(ctx, driver)
         .queue("default", 1)
         .job_timeout(None)
         .worker(worker.clone())
@@ -387,17 +400,28 @@ pub async fn cancel_stops_a_running_job<H: Harness>() {
     let inserted = client.insert(Task { n: 0 }).await.unwrap();
     client.start().await.unwrap();
     wait_for("running and locked", async || {
-        worker.total_runs() == 1 && locks_held(&ctx, &tag).await == 1
+        worker.total_runs() == 1 && locks_held(ctx, tag).await == 1
     })
     .await;
-    let cancelled = client.job_cancel(inserted.id).await.unwrap().unwrap();
-    assert_eq!(cancelled.state, JobState::Cancelled);
+    (client, worker, dropped, inserted.id)
+}
+
+/// Waits until the cancelled job's work is dropped and its lock released, stops `client`, and
+/// checks the job ended cancelled after one run, its worker's late outcome changing nothing.
+async fn stopped_released_and_cancelled<D: Driver>(
+    ctx: &TestContext<D>,
+    tag: &str,
+    client: Client<D>,
+    worker: &ScriptedWorker,
+    dropped: &AtomicBool,
+    id: JobId,
+) {
     wait_for("worker stopped and lock released", async || {
-        dropped.load(Ordering::SeqCst) && locks_held(&ctx, &tag).await == 0
+        dropped.load(Ordering::SeqCst) && locks_held(ctx, tag).await == 0
     })
     .await;
     client.stop().await;
-    let row = job(&client, inserted.id).await;
+    let row = job(&client, id).await;
     assert_eq!(row.state, JobState::Cancelled);
     assert_eq!(worker.total_runs(), 1);
     assert_eq!(client.stats().superseded_results, 1);
@@ -430,44 +454,14 @@ pub async fn a_lock_budget_above_half_the_lock_table_is_refused<H: Harness>() {
 pub async fn bulk_cancel_stops_a_running_job<H: Harness>() {
     let ctx = ctx::<H>().await;
     let tag = format!("adv_bulk_cancel_{}", ctx.schema.name());
-    let driver = tagged_driver::<H>(&ctx, &tag).await;
-    let dropped = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&dropped);
-    let worker = ScriptedWorker::new(move |_| {
-        let guard = DropFlag(Arc::clone(&flag));
-        async move {
-            let _guard = guard;
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            Ok(())
-        }
-    });
-    let client = advisory_client(&ctx, driver)
-        .queue("default", 1)
-        .job_timeout(None)
-        .worker(worker.clone())
-        .build()
-        .unwrap();
-    let inserted = client.insert(Task { n: 0 }).await.unwrap();
-    client.start().await.unwrap();
-    wait_for("running and locked", async || {
-        worker.total_runs() == 1 && locks_held(&ctx, &tag).await == 1
-    })
-    .await;
+    let (client, worker, dropped, id) = a_sleeping_job_running::<H>(&ctx, &tag).await;
     // The operator works from another process: a client that works no queue.
     let operator = test_client(&ctx).build().unwrap();
-    let params = JobListParams::new().ids([inserted.id]);
+    let params = JobListParams::new().ids([id]);
     let batch = operator
         .job_bulk(BulkAction::Cancel, &params)
         .await
         .unwrap();
     assert_eq!(batch.changed, 1);
-    wait_for("worker stopped and lock released", async || {
-        dropped.load(Ordering::SeqCst) && locks_held(&ctx, &tag).await == 0
-    })
-    .await;
-    client.stop().await;
-    let row = job(&client, inserted.id).await;
-    assert_eq!(row.state, JobState::Cancelled);
-    assert_eq!(worker.total_runs(), 1);
-    assert_eq!(client.stats().superseded_results, 1);
+    stopped_released_and_cancelled(&ctx, &tag, client, &worker, &dropped, id).await;
 }
