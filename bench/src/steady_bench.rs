@@ -9,10 +9,12 @@
 //! offered rate) for `--duration-secs`; jobs are retained with the default retention. With
 //! `--hold-snapshot` a third session opens a REPEATABLE READ transaction, reads the table, and
 //! keeps that snapshot until the load ends, so vacuum can remove nothing deleted or updated after
-//! it. Every second it samples the jobs completed, the backlog (available jobs) and
-//! `pg_stat_user_tables` for `pgmill_job` (live and dead tuples, autovacuum runs, size). It prints
-//! one row per `--print-secs`, then the completion rate of every 30 s window against the run's
-//! median (issue 12's steady target: no 30 s window below 90 % of the median). At the end the
+//! it. Every second it samples the jobs completed, the backlog (jobs inserted and not yet
+//! completed, from the two sides' own counters: a `count(*)` would itself walk the dead index
+//! entries a held snapshot keeps) and `pg_stat_user_tables` for `pgmill_job` (live and dead
+//! tuples, autovacuum runs, size). It prints one row per `--print-secs`, then every 30 s window:
+//! its completion rate against the run's median (issue 12's steady target: no 30 s window below
+//! 90 % of the median) and the table at its end. At the end the
 //! backlog is drained and every job is checked to have run exactly once (the workers' counts and
 //! the table). The database is `--database-url`, else `DATABASE_URL`, else a throwaway cluster
 //! with initdb's default settings.
@@ -24,6 +26,7 @@
 mod execution_ledger;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -89,6 +92,44 @@ struct Sample {
     dead: i64,
     autovacuums: i64,
     size_mb: f64,
+    /// Checkpoints started so far (timed and requested).
+    checkpoints: i64,
+    /// WAL written so far, MB.
+    wal_mb: f64,
+    /// Whether a vacuum of the job table is running.
+    vacuuming: bool,
+    /// The machine's busy and total CPU time so far (`/proc/stat`, in ticks; 0 elsewhere).
+    cpu: (u64, u64),
+}
+
+/// The machine's busy and total CPU ticks since boot, from `/proc/stat` (0, 0 where there is none).
+fn machine_cpu() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let total: u64 = ticks.iter().sum();
+    // user nice system idle iowait ...: idle and iowait are not busy.
+    let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+/// One 30 s window: its completion rate, the sample at its end, and what the server did in it.
+#[derive(Debug)]
+struct Window {
+    rate: f64,
+    end: Sample,
+    checkpoints: i64,
+    wal_mb_per_s: f64,
+    /// Seconds sampled with a vacuum of the job table running.
+    vacuum_secs: usize,
+    /// Share of the machine's CPU time that was busy (client, server and everything else).
+    cpu_busy: f64,
 }
 
 #[tokio::main]
@@ -132,9 +173,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     worker.start().await?;
     let started = Instant::now();
+    let inserted_so_far = Arc::new(AtomicU64::new(0));
     let load = {
         let inserter = inserter.clone();
         let rate = args.rate;
+        let inserted_so_far = Arc::clone(&inserted_so_far);
         tokio::spawn(async move {
             let mut inserted = 0;
             let mut ticks = tokio::time::interval(Duration::from_millis(10));
@@ -148,18 +191,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .collect::<pgmill::Result<Vec<_>>>()?;
                     inserter.insert_bulk(&params).await?;
                     inserted = upto;
+                    inserted_so_far.store(inserted, Ordering::Relaxed);
                 }
             }
             Ok::<u64, pgmill::Error>(inserted)
         })
     };
 
-    let stats = format!(
-        "SELECT coalesce(n_live_tup, 0), coalesce(n_dead_tup, 0), coalesce(autovacuum_count, 0), \
-         pg_total_relation_size(relid)::float8 / 1048576, \
-         (SELECT count(*) FROM {q}.pgmill_job WHERE state = 'available') \
-         FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'pgmill_job'"
-    );
+    let stats = "SELECT coalesce(n_live_tup, 0), coalesce(n_dead_tup, 0), \
+         coalesce(autovacuum_count, 0), pg_total_relation_size(relid)::float8 / 1048576, \
+         (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter), \
+         pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8 / 1048576, \
+         EXISTS (SELECT FROM pg_stat_progress_vacuum v WHERE v.relid = t.relid) \
+         FROM pg_stat_user_tables t WHERE schemaname = $1 AND relname = 'pgmill_job'";
     let mut samples = Vec::new();
     println!(
         "rate {} jobs/s for {} s, {} workers, snapshot held: {}\n",
@@ -171,15 +215,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     while started.elapsed() < Duration::from_secs(args.duration_secs) {
         tokio::time::sleep(next.saturating_sub(started.elapsed())).await;
         next += Duration::from_secs(1);
-        let row = sql.query_one(&stats, &[&name]).await?;
+        let row = sql.query_one(stats, &[&name]).await?;
+        let completed = worker.stats().recorded_outcomes;
         let s = Sample {
             at: started.elapsed().as_secs_f64(),
-            completed: worker.stats().recorded_outcomes,
+            completed,
             live: row.get(0),
             dead: row.get(1),
             autovacuums: row.get(2),
             size_mb: row.get(3),
-            backlog: row.get(4),
+            checkpoints: row.get(4),
+            wal_mb: row.get(5),
+            vacuuming: row.get(6),
+            cpu: machine_cpu(),
+            backlog: i64::try_from(inserted_so_far.load(Ordering::Relaxed))?
+                - i64::try_from(completed)?,
         };
         let step = usize::try_from(args.print_secs.max(1)).unwrap_or(10);
         if samples.len() % step == step - 1 {
@@ -202,16 +252,51 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 30 s windows, from the per-second samples.
     let mut windows = Vec::new();
-    let mut from = (0.0, 0);
-    for s in samples.iter().skip(29).step_by(30) {
-        windows.push((s.completed - from.1) as f64 / (s.at - from.0));
-        from = (s.at, s.completed);
+    let mut from: usize = 0;
+    for (end, s) in samples.iter().enumerate().skip(29).step_by(30) {
+        let first = &samples[0];
+        let (at, completed, checkpoints, wal_mb, cpu) = samples
+            .get(from.wrapping_sub(1))
+            .map_or((0.0, 0, first.checkpoints, first.wal_mb, first.cpu), |b| {
+                (b.at, b.completed, b.checkpoints, b.wal_mb, b.cpu)
+            });
+        let vacuum_secs = samples[from..=end].iter().filter(|s| s.vacuuming).count();
+        windows.push(Window {
+            rate: (s.completed - completed) as f64 / (s.at - at),
+            end: *s,
+            checkpoints: s.checkpoints - checkpoints,
+            wal_mb_per_s: (s.wal_mb - wal_mb) / (s.at - at),
+            vacuum_secs,
+            cpu_busy: (s.cpu.0 - cpu.0) as f64 / ((s.cpu.1 - cpu.1) as f64).max(1.0),
+        });
+        from = end + 1;
     }
-    let mut sorted = windows.clone();
+    let mut sorted: Vec<f64> = windows.iter().map(|w| w.rate).collect();
     sorted.sort_by(f64::total_cmp);
     let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
     let lowest = sorted.first().copied().unwrap_or(0.0);
-    println!("\n30 s windows (jobs/s): {windows:.0?}");
+    println!(
+        "\n| 30 s window ending at s | jobs/s | of the median | backlog | dead tuples | \
+         autovacuums | s vacuuming | checkpoints | WAL MB/s | CPU busy | table MB |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for w in &windows {
+        let s = &w.end;
+        println!(
+            "| {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {:.1} | {:.0} % | {:.0} |",
+            s.at,
+            w.rate,
+            w.rate / median.max(1.0),
+            s.backlog,
+            s.dead,
+            s.autovacuums,
+            w.vacuum_secs,
+            w.checkpoints,
+            w.wal_mb_per_s,
+            w.cpu_busy * 100.0,
+            s.size_mb
+        );
+    }
     println!(
         "median {median:.0}, lowest {lowest:.0} ({:.2} of the median): {}",
         lowest / median.max(1.0),
