@@ -38,7 +38,6 @@ use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, MetricsSink};
 use crate::error::{Error, Result, with_timeout};
 use crate::health::HealthState;
 use crate::in_flight::{HeldClaim, InFlight};
-use crate::job::JobRow;
 use crate::job_executor::JobExecutor;
 use crate::locker::Locker;
 use crate::query::{
@@ -180,11 +179,15 @@ impl<D: Driver> Producer<D> {
                         }
                     }
                 }
-                let jitter = rand::rng().random_range(0.0..0.1) * self.config.poll_interval.as_secs_f64();
+                let jitter =
+                    rand::rng().random_range(0.0..0.1) * self.config.poll_interval.as_secs_f64();
+                let poll = self.config.poll_interval + Duration::from_secs_f64(jitter);
+                // A claim from the head the queue still owes wakes the producer before the poll.
+                let head = cursor.take_head_wake().filter(|h| *h < poll);
                 let timer = tokio::select! {
                     () = stop.cancelled() => break,
                     () = self.handle.woken() => false,
-                    () = tokio::time::sleep(self.config.poll_interval + Duration::from_secs_f64(jitter)) => true,
+                    () = tokio::time::sleep(head.unwrap_or(poll)) => head.is_none(),
                 };
                 if timer && self.config.poll_only {
                     self.refresh().await;
@@ -311,7 +314,11 @@ impl<D: Driver> Producer<D> {
             .instrument(span.clone())
             .await?;
             let fetched = jobs.len();
-            cursor.claimed(after.is_none(), jobs.last());
+            cursor.claimed(
+                after.is_none(),
+                started,
+                jobs.last().map(|j| (j.priority, j.scheduled_at, j.id)),
+            );
             span.record("num_jobs", fetched);
             self.claim_seconds.record(started.elapsed().as_secs_f64());
             self.claim_jobs.record(fetched as f64);
@@ -354,10 +361,10 @@ impl<D: Driver> Producer<D> {
                 return Ok(());
             }
             if fetched < limit {
-                if after.is_some() {
+                if after.is_some() && cursor.ran_dry() {
                     // The end of the queue from the position: look at the head before concluding
-                    // it ran dry.
-                    cursor.restart_from_head();
+                    // it ran dry (later if claims from the head have become slow: the producer
+                    // then sleeps until it is due).
                     continue;
                 }
                 return Ok(());
@@ -371,23 +378,35 @@ impl<D: Driver> Producer<D> {
 
 /// Claims from the head of the queue at least this often (in claims)...
 const CLAIMS_BETWEEN_HEAD_SCANS: u32 = 8;
-/// ...and in time.
+/// ...and in time...
 const HEAD_SCAN_INTERVAL: Duration = Duration::from_millis(100);
+/// ...but a claim from the head starts no sooner than this many times the last one took after
+/// that one started, so claims from the head take at most about a tenth of the claiming.
+const HEAD_SCAN_SPACING: u32 = 10;
 
-/// Where the next claim starts: after the last job claimed, except every few claims (and after a
-/// pause in claiming), which start from the head of the queue.
+/// Where the next claim starts: after the last job claimed, except every few claims (and when a
+/// claim from there finds the queue dry), which start from the head of the queue.
 ///
 /// Claiming from the head walks the index entries of every job claimed since the last vacuum
 /// (they stay in the fetch index, pointing at row versions that are no longer available): with a
-/// deep backlog that is most of a claim's cost. Claims from the last position skip them. A job
-/// that becomes available behind that position (a retry coming due with its old schedule, a job
-/// of a higher priority) is claimed by the next claim from the head, within
-/// [`CLAIMS_BETWEEN_HEAD_SCANS`] claims or [`HEAD_SCAN_INTERVAL`].
+/// deep backlog that is most of a claim's cost, and while another session holds an old snapshot
+/// open (vacuum can remove none of them, and no scan can mark them dead) it grows with every job
+/// claimed. Claims from the last position skip them. A job that becomes available behind that
+/// position (a retry coming due with its old schedule, a job of a higher priority) is claimed by
+/// the next claim from the head: within [`CLAIMS_BETWEEN_HEAD_SCANS`] claims or
+/// [`HEAD_SCAN_INTERVAL`], or [`HEAD_SCAN_SPACING`] times the last claim from the head when
+/// those have become slow, so walking dead entries never takes over the producer.
 #[derive(Debug)]
 struct ClaimCursor {
     position: Option<FetchPosition>,
     since_head: u32,
+    /// When the last claim from the head started, and how long it took.
     head_at: Instant,
+    head_took: Duration,
+    /// A claim from the position found the queue dry: the next claim is from the head.
+    head_owed: bool,
+    /// When that owed claim from the head is due, if it was not at once (taken once).
+    head_wake: Option<Instant>,
 }
 
 impl Default for ClaimCursor {
@@ -396,6 +415,9 @@ impl Default for ClaimCursor {
             position: None,
             since_head: 0,
             head_at: Instant::now(),
+            head_took: Duration::ZERO,
+            head_owed: false,
+            head_wake: None,
         }
     }
 }
@@ -404,28 +426,127 @@ impl ClaimCursor {
     /// The position the next claim starts after; `None`: from the head.
     fn next_claim(&mut self) -> Option<FetchPosition> {
         let position = self.position?;
-        if self.since_head >= CLAIMS_BETWEEN_HEAD_SCANS
-            || self.head_at.elapsed() >= HEAD_SCAN_INTERVAL
-        {
+        if self.head_due() {
             return None;
         }
         self.since_head += 1;
         Some(position)
     }
 
-    /// Records a claim (`from_head` or not) whose last job in fetch order was `last`.
-    fn claimed(&mut self, from_head: bool, last: Option<&JobRow>) {
+    /// Whether the next claim is from the head.
+    fn head_due(&self) -> bool {
+        let elapsed = self.head_at.elapsed();
+        (self.head_owed
+            || self.since_head >= CLAIMS_BETWEEN_HEAD_SCANS
+            || elapsed >= HEAD_SCAN_INTERVAL)
+            && elapsed >= self.head_took * HEAD_SCAN_SPACING
+    }
+
+    /// Records a claim (`from_head` or not) that started at `started` and whose last job in
+    /// fetch order was at `last`. A claim that found nothing keeps the position: nothing was
+    /// available, and what comes next is inserted after it or found from the head.
+    fn claimed(&mut self, from_head: bool, started: Instant, last: Option<FetchPosition>) {
         if from_head {
             self.since_head = 0;
-            self.head_at = Instant::now();
+            self.head_at = started;
+            self.head_took = started.elapsed();
+            self.head_owed = false;
+            self.head_wake = None;
         }
-        if let Some(j) = last {
-            self.position = Some((j.priority, j.scheduled_at, j.id));
+        if last.is_some() {
+            self.position = last;
         }
     }
 
-    /// The next claim starts from the head.
-    fn restart_from_head(&mut self) {
-        self.position = None;
+    /// A claim from the position found the queue dry: the queue is dry only if the head is too.
+    /// Whether that claim from the head may run now (else [`ClaimCursor::take_head_wake`] says
+    /// when).
+    fn ran_dry(&mut self) -> bool {
+        self.head_owed = true;
+        let due = self.head_due();
+        if !due {
+            self.head_wake = Some(self.head_at + self.head_took * HEAD_SCAN_SPACING);
+        }
+        due
+    }
+
+    /// How long until the claim from the head a dry queue owes is due, once: the producer sleeps
+    /// no longer than that. Taken, so a producer that cannot claim then (its slots full, its
+    /// queue paused) waits for its next wake-up instead of spinning.
+    fn take_head_wake(&mut self) -> Option<Duration> {
+        self.head_wake
+            .take()
+            .map(|at| at.saturating_duration_since(Instant::now()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(id: i64) -> Option<FetchPosition> {
+        Some((1, chrono::DateTime::UNIX_EPOCH, crate::job::JobId(id)))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn claims_start_at_the_position_and_from_the_head_every_few_claims() {
+        let mut cursor = ClaimCursor::default();
+        assert_eq!(
+            cursor.next_claim(),
+            None,
+            "nothing claimed yet: from the head"
+        );
+        cursor.claimed(true, Instant::now(), at(100));
+        for _ in 0..CLAIMS_BETWEEN_HEAD_SCANS {
+            let after = cursor.next_claim();
+            assert_eq!(after, at(100));
+            cursor.claimed(false, Instant::now(), at(100));
+        }
+        assert_eq!(cursor.next_claim(), None, "the head after a few claims");
+        cursor.claimed(true, Instant::now(), at(200));
+        assert_eq!(cursor.next_claim(), at(200));
+        tokio::time::advance(HEAD_SCAN_INTERVAL).await;
+        assert_eq!(cursor.next_claim(), None, "the head after a while");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_dry_queue_is_looked_at_from_the_head_and_keeps_the_position() {
+        let mut cursor = ClaimCursor::default();
+        cursor.claimed(true, Instant::now(), at(100));
+        assert_eq!(cursor.next_claim(), at(100));
+        cursor.claimed(false, Instant::now(), None);
+        assert!(cursor.ran_dry(), "a cheap head is looked at at once");
+        assert_eq!(cursor.next_claim(), None);
+        cursor.claimed(true, Instant::now(), None);
+        assert_eq!(cursor.take_head_wake(), None);
+        assert_eq!(
+            cursor.next_claim(),
+            at(100),
+            "a head that found nothing keeps the position"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn slow_claims_from_the_head_are_spaced_out() {
+        let mut cursor = ClaimCursor::default();
+        let started = Instant::now();
+        let took = Duration::from_millis(300);
+        tokio::time::advance(took).await;
+        cursor.claimed(true, started, at(100));
+        // Past the interval and the claim count, but not yet ten times the head's cost.
+        tokio::time::advance(HEAD_SCAN_INTERVAL).await;
+        for _ in 0..CLAIMS_BETWEEN_HEAD_SCANS + 1 {
+            assert_eq!(cursor.next_claim(), at(100));
+            cursor.claimed(false, Instant::now(), None);
+        }
+        assert!(!cursor.ran_dry(), "the owed head waits for its spacing");
+        let wait = cursor.take_head_wake().unwrap();
+        assert_eq!(wait, took * HEAD_SCAN_SPACING - took - HEAD_SCAN_INTERVAL);
+        assert_eq!(cursor.take_head_wake(), None, "the wake-up is taken once");
+        assert_eq!(cursor.next_claim(), at(100));
+        tokio::time::advance(wait).await;
+        assert_eq!(cursor.next_claim(), None, "then the head");
+        cursor.claimed(true, Instant::now(), None);
+        assert_eq!(cursor.next_claim(), at(100));
     }
 }
