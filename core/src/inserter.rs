@@ -15,8 +15,8 @@ use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};
 use crate::query::{
-    CopyShape, job_copy_available, job_insert_many, job_insert_one, job_insert_plain_many,
-    job_insert_unique_many, job_notify_insert,
+    CopyShape, InsertedRow, job_copy_available, job_insert_many, job_insert_one,
+    job_insert_plain_many, job_insert_unique_many, job_notify_insert,
 };
 use crate::schema::Schema;
 
@@ -345,10 +345,9 @@ impl Inserter {
                     .await?,
             )?
         } else {
-            InsertResult::new(
-                first(exec.query_as(&job_insert_one(&self.schema, &p[0])).await?)?,
-                false,
-            )
+            let row: InsertedRow =
+                first(exec.query_as(&job_insert_one(&self.schema, &p[0])).await?)?;
+            InsertResult::new(row.into_job(&p[0]), false)
         };
         let notify = self.queues_to_notify(
             inserted(&p, std::slice::from_ref(&result)),
@@ -510,10 +509,8 @@ impl Inserter {
         let result = if p[0].unique.is_some() {
             first(exec.query_as(&job_insert_unique_many(&self.schema, &p))?)?
         } else {
-            InsertResult::new(
-                first(exec.query_as(&job_insert_one(&self.schema, &p[0]))?)?,
-                false,
-            )
+            let row: InsertedRow = first(exec.query_as(&job_insert_one(&self.schema, &p[0]))?)?;
+            InsertResult::new(row.into_job(&p[0]), false)
         };
         let notify = self.queues_to_notify(
             inserted(&p, std::slice::from_ref(&result)),

@@ -1,6 +1,8 @@
--- Inserts one job and returns it: job_insert_many.sql for a single job, with typed parameters
--- instead of a JSON document to take apart. State is decided with the database clock: pending
--- when asked, scheduled when due in the future, available otherwise.
+-- Inserts one job: job_insert_many.sql for a single job, with typed parameters instead of a JSON
+-- document to take apart. State is decided with the database clock: pending when asked,
+-- scheduled when due in the future, available otherwise. Returns only the columns the database
+-- decides (id, state, created_at, scheduled_at); every other column of the new row is what was
+-- bound here or the column's default, which the client fills in (JobRow::from_inserted).
 -- $1: queue
 -- $2: kind
 -- $3: args
@@ -33,8 +35,5 @@ FROM (
         now() + coalesce($10::bigint, 0) * interval '1 microsecond'
     ) AS at
 ) AS s
-RETURNING j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.args AS args,
-    j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
-    j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
-    j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
-    j.claim_token AS claim_token
+RETURNING j.id AS id, j.state::text AS state, j.created_at AS created_at,
+    j.scheduled_at AS scheduled_at

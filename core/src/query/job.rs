@@ -34,7 +34,7 @@ impl FromRow for InsertResult {
     }
 }
 
-/// The insert of one job, with typed parameters.
+/// The insert of one job, with typed parameters; it returns an [`InsertedRow`].
 pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams) -> Statement {
     schema
         .statement(Query::JobInsertOne)
@@ -51,6 +51,51 @@ pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams) -> Statement {
             p.schedule_in
                 .map(|d| d.num_microseconds().unwrap_or(i64::MAX)),
         )
+}
+
+/// What [`job_insert_one`] returns: the columns of the new row the database decides.
+pub(crate) struct InsertedRow {
+    id: JobId,
+    state: JobState,
+    created_at: DateTime<Utc>,
+    scheduled_at: DateTime<Utc>,
+}
+
+impl FromRow for InsertedRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(InsertedRow {
+            id: JobId(row.take("id")?),
+            state: row.take::<String>("state")?.parse()?,
+            created_at: row.take("created_at")?,
+            scheduled_at: row.take("scheduled_at")?,
+        })
+    }
+}
+
+impl InsertedRow {
+    /// The whole new row: what the database decided, the rest as `p` bound it, and the column
+    /// defaults of a job never attempted (migrations 001 and 002).
+    pub(crate) fn into_job(self, p: &InsertParams) -> JobRow {
+        JobRow {
+            id: self.id,
+            state: self.state,
+            queue: p.queue.clone(),
+            kind: p.kind.clone(),
+            args: p.args.clone(),
+            metadata: p.metadata.clone(),
+            priority: p.priority,
+            attempt: 0,
+            max_attempts: p.max_attempts,
+            attempted_at: None,
+            attempted_by: Vec::new(),
+            created_at: self.created_at,
+            scheduled_at: self.scheduled_at,
+            finalized_at: None,
+            errors: Vec::new(),
+            tags: p.tags.clone(),
+            claim_token: None,
+        }
+    }
 }
 
 /// The typed insert of jobs that fit [`CopyShape::Plain`] and are due now or pending: the same
