@@ -49,7 +49,9 @@ impl HostInsert for TokioPostgresDriver {
         inserter: &Inserter,
         job: BenchJob,
     ) -> Result<JobRow, BenchError> {
-        use pgmill_driver_tokio_postgres::GenericClientExt;
+        // deadpool's own transaction (the driver's pool type): statements prepared once per
+        // connection in deadpool's cache.
+        use pgmill_driver_tokio_postgres::DeadpoolClientExt;
         let mut client = self
             .pool()
             .get()

@@ -3,19 +3,23 @@
 //! Two implementations, one per connection kind: [`TokioPostgresConnection`], a pooled connection
 //! that keeps its prepared statements in deadpool's cache, and [`TokioPostgresExecutor`], over any
 //! `GenericClient`, borrowed from the application or a transaction this crate opened. The latter
-//! runs every statement with `query_typed` / `execute_typed`: one round trip, an unnamed statement
-//! (so it also works behind PgBouncer in transaction mode), and parameter types sent explicitly,
-//! so the server never has to infer them.
+//! prepares each statement once in the connection's cache when it has one (deadpool's objects and
+//! transactions through [`DeadpoolClientExt`], and transactions opened on a pooled connection);
+//! otherwise, and when [`TokioPostgresExecutor::unnamed`], it runs every statement with
+//! `query_typed` / `execute_typed`: one round trip, an unnamed statement (so it also works behind
+//! PgBouncer in transaction mode), and parameter types sent explicitly, so the server never has
+//! to infer them.
 
 use std::fmt;
 use std::pin::pin;
+use std::sync::Arc;
 
 use bytes::Bytes;
-use deadpool_postgres::Object;
+use deadpool_postgres::{ClientWrapper, Object, StatementCache};
 use futures_util::SinkExt;
 use pgmill::Result;
 use pgmill::driver::{CopyChunks, CopyIn, Executor, Row, Statement, Transaction};
-use tokio_postgres::{Client, GenericClient};
+use tokio_postgres::{Client, GenericClient, ToStatement};
 
 use crate::codec::{Params, decode_rows};
 use crate::error::db_error;
@@ -116,8 +120,10 @@ impl Executor for TokioPostgresConnection {
 
     async fn begin(&mut self) -> Result<TokioPostgresTransaction<'_>> {
         // deadpool's `ClientWrapper::transaction` returns its own wrapper; take tokio-postgres's.
+        // Statements in the transaction use the connection's cache too, unless unnamed.
+        let cache = (self.1 == Statements::Cached).then(|| Arc::clone(&self.0.statement_cache));
         let tx = self.client_mut().transaction().await.map_err(db_error)?;
-        Ok(TokioPostgresExecutor(tx))
+        Ok(TokioPostgresExecutor(tx, cache))
     }
 
     fn supports_copy(&self) -> bool {
@@ -143,7 +149,9 @@ impl Executor for TokioPostgresConnection {
             tx.commit().await?;
             return Ok(n);
         }
-        copy_in_stream(self.client(), sql, data).await
+        // Prepared once per connection: a COPY by its text is parsed in a round trip of its own.
+        let prepared = self.0.prepare_cached(sql).await.map_err(db_error)?;
+        copy_in_stream(self.client(), &prepared, data).await
     }
 }
 
@@ -156,6 +164,13 @@ pub trait AsGenericClient: Send + Sync {
 
     /// Reaches the client or transaction.
     fn as_generic_client(&mut self) -> &mut Self::Client;
+
+    /// The connection's cache of prepared statements, when it has one (deadpool-postgres's
+    /// objects and transactions, through [`DeadpoolClientExt`]): statements are then prepared
+    /// once per connection instead of parsed and planned on every call.
+    fn statement_cache(&self) -> Option<Arc<StatementCache>> {
+        None
+    }
 }
 
 impl<C: GenericClient + Send + Sync> AsGenericClient for &mut C {
@@ -180,7 +195,7 @@ impl<'t> AsGenericClient for tokio_postgres::Transaction<'t> {
 /// pgmill's statements commit or roll back with it; [`TokioPostgresTransaction`] is one over a
 /// transaction [`Executor::begin`] opened. `begin` opens a transaction on a client and a
 /// savepoint inside a transaction.
-pub struct TokioPostgresExecutor<C>(C);
+pub struct TokioPostgresExecutor<C>(C, Option<Arc<StatementCache>>);
 
 /// A transaction (or savepoint) opened by one of this crate's executors.
 ///
@@ -191,7 +206,18 @@ pub type TokioPostgresTransaction<'t> = TokioPostgresExecutor<tokio_postgres::Tr
 impl<C: AsGenericClient> TokioPostgresExecutor<C> {
     /// Wraps a client or transaction: `&mut` the application's own, or an owned transaction.
     pub fn new(client: C) -> Self {
-        TokioPostgresExecutor(client)
+        let cache = client.statement_cache();
+        TokioPostgresExecutor(client, cache)
+    }
+
+    /// This executor with every statement unnamed, each in one round trip (`query_typed`), even
+    /// on a connection with a statement cache: behind a transaction-mode pooler (PgBouncer's
+    /// `pool_mode = transaction`), where a statement prepared on one server connection is
+    /// missing on the next.
+    #[must_use]
+    pub fn unnamed(mut self) -> Self {
+        self.1 = None;
+        self
     }
 
     /// The wrapped client or transaction.
@@ -220,6 +246,17 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
         let params = Params::new(stmt)?;
+        if let Some(cache) = &self.1 {
+            let client = self.0.as_generic_client();
+            let prepared = cache
+                .prepare_typed(client.client(), stmt.sql(), &params.types())
+                .await
+                .map_err(db_error)?;
+            return client
+                .execute(&prepared, &params.values())
+                .await
+                .map_err(db_error);
+        }
         self.get_mut()
             .execute_typed(stmt.sql(), &params.typed())
             .await
@@ -228,11 +265,19 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
         let params = Params::new(stmt)?;
-        let rows = self
-            .get_mut()
-            .query_typed(stmt.sql(), &params.typed())
-            .await
-            .map_err(db_error)?;
+        let rows = if let Some(cache) = &self.1 {
+            let client = self.0.as_generic_client();
+            let prepared = cache
+                .prepare_typed(client.client(), stmt.sql(), &params.types())
+                .await
+                .map_err(db_error)?;
+            client.query(&prepared, &params.values()).await
+        } else {
+            self.get_mut()
+                .query_typed(stmt.sql(), &params.typed())
+                .await
+        }
+        .map_err(db_error)?;
         decode_rows(&rows)
     }
 
@@ -241,8 +286,9 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
     }
 
     async fn begin(&mut self) -> Result<TokioPostgresTransaction<'_>> {
+        let cache = self.1.clone();
         let tx = self.get_mut().transaction().await.map_err(db_error)?;
-        Ok(TokioPostgresExecutor(tx))
+        Ok(TokioPostgresExecutor(tx, cache))
     }
 
     fn supports_copy(&self) -> bool {
@@ -254,7 +300,14 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: CopyChunks) -> Result<u64> {
-        copy_in_stream(self.get_mut().client(), sql, data).await
+        let client = self.0.as_generic_client().client();
+        match &self.1 {
+            Some(cache) => {
+                let prepared = cache.prepare(client, sql).await.map_err(db_error)?;
+                copy_in_stream(client, &prepared, data).await
+            }
+            None => copy_in_stream(client, sql, data).await,
+        }
     }
 }
 
@@ -270,8 +323,14 @@ impl Transaction for TokioPostgresTransaction<'_> {
 
 /// Streams chunks of core's text-format rows into one `COPY ... FROM STDIN`, each chunk
 /// flushed as it arrives.
-async fn copy_in_stream(client: &Client, sql: &str, mut data: CopyChunks) -> Result<u64> {
-    let sink = client.copy_in::<_, Bytes>(sql).await.map_err(db_error)?;
+async fn copy_in_stream<T>(client: &Client, statement: &T, mut data: CopyChunks) -> Result<u64>
+where
+    T: ?Sized + ToStatement,
+{
+    let sink = client
+        .copy_in::<_, Bytes>(statement)
+        .await
+        .map_err(db_error)?;
     let mut sink = pin!(sink);
     while let Some(chunk) = data.recv().await {
         sink.send(Bytes::from(chunk)).await.map_err(db_error)?;
@@ -350,5 +409,114 @@ pgmill::driver::host_extension_trait! {
 impl<C: GenericClient + Send + Sync> GenericClientExt for C {
     fn pgmill(&mut self) -> TokioPostgresExecutor<&mut C> {
         TokioPostgresExecutor::new(self)
+    }
+}
+
+/// deadpool-postgres's own client types, which carry their connection's statement cache: the
+/// pooled object's [`ClientWrapper`] and its [`deadpool_postgres::Transaction`]s. What
+/// [`DeadpoolClientExt`] is implemented for; not meant to be implemented elsewhere.
+pub trait DeadpoolClient: Send + Sync {
+    /// The tokio-postgres client or transaction it wraps.
+    type Client: GenericClient + Send + Sync;
+
+    /// The wrapped client or transaction.
+    fn generic_client(&mut self) -> &mut Self::Client;
+
+    /// The connection's statement cache.
+    fn cache(&self) -> &Arc<StatementCache>;
+}
+
+impl DeadpoolClient for ClientWrapper {
+    type Client = Client;
+
+    fn generic_client(&mut self) -> &mut Client {
+        self
+    }
+
+    fn cache(&self) -> &Arc<StatementCache> {
+        &self.statement_cache
+    }
+}
+
+impl<'t> DeadpoolClient for deadpool_postgres::Transaction<'t> {
+    type Client = tokio_postgres::Transaction<'t>;
+
+    fn generic_client(&mut self) -> &mut tokio_postgres::Transaction<'t> {
+        self
+    }
+
+    fn cache(&self) -> &Arc<StatementCache> {
+        &self.statement_cache
+    }
+}
+
+/// A deadpool-postgres client or transaction borrowed by [`DeadpoolClientExt::pgmill`]: an
+/// executor over it prepares each statement once per connection, in deadpool's cache.
+#[derive(Debug)]
+pub struct Deadpool<'a, C>(&'a mut C);
+
+impl<C: DeadpoolClient> AsGenericClient for Deadpool<'_, C> {
+    type Client = C::Client;
+
+    fn as_generic_client(&mut self) -> &mut C::Client {
+        self.0.generic_client()
+    }
+
+    fn statement_cache(&self) -> Option<Arc<StatementCache>> {
+        Some(Arc::clone(self.0.cache()))
+    }
+}
+
+pgmill::driver::host_extension_trait! {
+    async;
+    /// Enqueues jobs (and runs any of pgmill's statements) on your own deadpool-postgres pooled
+    /// object or transaction, each statement prepared once per connection and kept in deadpool's
+    /// statement cache, as the driver's own pooled connections do. [`GenericClientExt`] on the
+    /// same types (through deref to tokio-postgres's) sends every statement unnamed, to be parsed
+    /// and planned on every call.
+    ///
+    /// Behind a transaction-mode pooler (PgBouncer's `pool_mode = transaction`), where a prepared
+    /// statement does not outlive the server connection's turn, insert through
+    /// `inserter.insert(&mut tx.pgmill().unnamed(), job)`.
+    /// Jobs inserted in a transaction exist once it commits and never if it rolls back.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use pgmill::{Inserter, JobArgs, Schema};
+    /// use pgmill_driver_tokio_postgres::DeadpoolClientExt;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Serialize, Deserialize)]
+    /// struct SendEmail {
+    ///     to: String,
+    /// }
+    ///
+    /// impl JobArgs for SendEmail {
+    ///     const KIND: &'static str = "send_email";
+    /// }
+    ///
+    /// # async fn run(pool: deadpool_postgres::Pool) -> Result<(), Box<dyn std::error::Error>> {
+    /// let inserter = Inserter::new(Schema::public());
+    /// let mut client = pool.get().await?;
+    /// let mut tx = client.transaction().await?;
+    /// tx.execute("UPDATE users SET invited = true WHERE id = $1", &[&7_i64])
+    ///     .await?;
+    /// tx.insert_job(&inserter, SendEmail { to: "a@example.com".into() })
+    ///     .await?;
+    /// tx.commit().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub trait DeadpoolClientExt: DeadpoolClient + Sized {
+        /// Borrows this object or transaction as a pgmill [`Executor`] that prepares statements
+        /// in the connection's cache.
+        fn pgmill(&mut self) -> TokioPostgresExecutor<Deadpool<'_, Self>>;
+    }
+}
+
+impl<C: DeadpoolClient> DeadpoolClientExt for C {
+    fn pgmill(&mut self) -> TokioPostgresExecutor<Deadpool<'_, C>> {
+        TokioPostgresExecutor::new(Deadpool(self))
     }
 }

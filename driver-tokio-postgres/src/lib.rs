@@ -12,10 +12,11 @@
 //! | [`TokioPostgresTransaction`]  | the same, over a transaction opened by `Executor::begin`    |
 //! | [`AsGenericClient`]           | what those two run on: `&mut` your client, or a transaction |
 //! | [`GenericClientExt`]          | `insert_job` / `.pgmill()` on any `GenericClient`           |
+//! | [`DeadpoolClientExt`]         | the same on deadpool's objects and transactions, prepared   |
 //! | [`TokioPostgresListener`]     | the dedicated LISTEN connection, reconnecting on its own    |
 //!
-//! On your own client, statements run with `query_typed` / `execute_typed`: one round trip, no
-//! named prepared statement, parameter types sent explicitly. Pooled connections prepare each of
+//! On your own `Client` or `Transaction`, statements run with `query_typed` / `execute_typed`:
+//! one round trip, no named prepared statement, parameter types sent explicitly. Pooled connections prepare each of
 //! the engine's statements once and keep it in deadpool's cache, unless
 //! [`TokioPostgresDriver::unnamed_statements`] says otherwise (behind a transaction-mode pooler
 //! such as PgBouncer; see also [`TokioPostgresDriver::with_listener_url`]). COPY is supported.
@@ -57,8 +58,12 @@
 //! # }
 //! ```
 //!
-//! With deadpool-postgres, the extension methods work on a pooled object and on its transactions,
-//! which deref to the tokio-postgres types (`(&mut **obj).insert_job(..)` spells it out).
+//! With deadpool-postgres (the pool this driver is built on), import [`DeadpoolClientExt`]
+//! instead: on a pooled object and on its transactions, pgmill's statements are then prepared
+//! once per connection in deadpool's statement cache rather than parsed and planned on every
+//! call (`tx.pgmill().unnamed()` behind a transaction-mode pooler). [`GenericClientExt`] works
+//! on them too, through deref to the tokio-postgres types (`(&mut **obj).insert_job(..)` spells
+//! it out), with unnamed statements.
 
 mod codec;
 mod driver;
@@ -68,7 +73,7 @@ mod listener;
 
 pub use driver::TokioPostgresDriver;
 pub use executor::{
-    AsGenericClient, GenericClientExt, TokioPostgresConnection, TokioPostgresExecutor,
-    TokioPostgresTransaction,
+    AsGenericClient, Deadpool, DeadpoolClient, DeadpoolClientExt, GenericClientExt,
+    TokioPostgresConnection, TokioPostgresExecutor, TokioPostgresTransaction,
 };
 pub use listener::TokioPostgresListener;

@@ -56,6 +56,69 @@ mod tokio_postgres_driver {
         assert_eq!(n, 5);
         tx.rollback().await.expect("rollback");
     }
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Receipt {
+        order_id: i64,
+    }
+
+    impl pgmill::JobArgs for Receipt {
+        const KIND: &'static str = "receipt";
+    }
+
+    /// On deadpool's objects and transactions, `DeadpoolClientExt` prepares each statement once
+    /// per connection (unless unnamed), and inserts follow the application's transaction.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deadpool_ext_prepares_once_per_connection_and_follows_the_transaction() {
+        use pgmill_driver_tokio_postgres::DeadpoolClientExt;
+        use pgmill_drivertest::prepared::{COUNT_PREPARED_MARKED, marked};
+        let ctx =
+            pgmill_drivertest::TestContext::<TokioPostgresDriver>::migrated::<super::Harness>()
+                .await;
+        let inserter = pgmill::Inserter::new(ctx.schema.clone());
+        for unnamed in [false, true] {
+            let driver = TokioPostgresDriver::connect(&ctx.url, 1).await.unwrap();
+            let mut object = driver.acquire().await.unwrap().into_inner();
+            for n in 0..3 {
+                let exec = object.pgmill();
+                let mut exec = if unnamed { exec.unnamed() } else { exec };
+                let got: i64 = exec.query_scalar(&marked(n)).await.unwrap();
+                assert_eq!(got, n);
+            }
+            let mut tx = object.transaction().await.unwrap();
+            let exec = tx.pgmill();
+            let mut exec = if unnamed { exec.unnamed() } else { exec };
+            let got: i64 = exec.query_scalar(&marked(7)).await.unwrap();
+            assert_eq!(got, 7);
+            let dropped = inserter
+                .insert(&mut exec, Receipt { order_id: 1 })
+                .await
+                .unwrap();
+            tx.rollback().await.unwrap();
+            let mut tx = object.transaction().await.unwrap();
+            let kept = tx
+                .insert_job(&inserter, Receipt { order_id: 2 })
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+            let mut conn = ctx.conn().await;
+            let ids: Vec<i64> = conn
+                .query(&ctx.stmt("SELECT id AS id FROM {schema}.pgmill_job"))
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get("id").unwrap())
+                .collect();
+            assert!(!ids.contains(&dropped.id.0), "rolled back");
+            assert!(ids.contains(&kept.id.0), "committed");
+            let prepared: i64 = object
+                .pgmill()
+                .query_scalar(&Statement::new(COUNT_PREPARED_MARKED))
+                .await
+                .unwrap();
+            assert_eq!(prepared, i64::from(!unnamed), "unnamed: {unnamed}");
+        }
+    }
 }
 
 /// The engine behind a transaction-mode PgBouncer.

@@ -31,6 +31,7 @@ mod harness;
 pub mod log_capture;
 pub mod metrics_probe;
 mod pooler;
+pub mod prepared;
 pub mod scripted;
 
 pub use context::{TestContext, migrated};
