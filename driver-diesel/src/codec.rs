@@ -1,5 +1,11 @@
-//! Core's statements through diesel: `diesel::sql_query(sql).into_boxed::<Pg>()` with one typed
-//! bind per [`Value`], and rows decoded dynamically.
+//! Core's statements through diesel, and rows decoded dynamically.
+//!
+//! A statement runs as a [`SqlStatement`]: `diesel::sql_query(sql).into_boxed::<Pg>()` with one
+//! typed bind per [`Value`], which diesel keeps in the connection's prepared statement cache,
+//! keyed by its SQL and bind types, so the engine's few statements are each prepared once per
+//! connection instead of parsed and planned on every call (unless the connection's cache is
+//! disabled, `set_prepared_statement_cache_size(CacheSize::Disabled)`). Unnamed, it is a plain
+//! `sql_query`, which diesel never caches: one round trip, for a transaction-mode pooler.
 //!
 //! [`DynamicRow`] implements diesel's [`QueryableByName`] by hand and, instead of looking columns
 //! up by name, walks every field of the row, reads its type OID with [`PgValue::get_oid`] and
@@ -12,27 +18,42 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::deserialize::{self, FromSql, QueryableByName};
 use diesel::pg::data_types::PgInterval;
 use diesel::pg::{Pg, PgValue};
-use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::query_builder::{AstPass, BoxedSqlQuery, Query, QueryFragment, QueryId, SqlQuery};
 use diesel::row::{Field, NamedRow, Row as DieselRow};
 use diesel::sql_types::{
     Array, BigInt, Binary, Bool, Double, Integer, Interval, Json, Jsonb, Nullable, SmallInt, Text,
-    Timestamp, Timestamptz,
+    Timestamp, Timestamptz, Untyped,
 };
-use diesel::{PgConnection, RunQueryDsl};
+use diesel::{PgConnection, QueryResult, RunQueryDsl};
 use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, interval};
 use pgmill::{DbError, DbErrorKind, Error, Result};
 
 use crate::error::query_error;
 
+/// How statements are sent on a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Statements {
+    /// Through the connection's prepared statement cache.
+    Cached,
+    /// Unnamed, each parsed and planned in its one round trip (`sql_query`).
+    Unnamed,
+}
+
 /// Runs a statement for its affected-row count.
-pub(crate) fn execute(conn: &mut PgConnection, stmt: &Statement) -> Result<u64> {
-    let rows = boxed_query(stmt)?.execute(conn).map_err(query_error)?;
+pub(crate) fn execute(conn: &mut PgConnection, stmt: &Statement, how: Statements) -> Result<u64> {
+    let rows = SqlStatement::new(stmt, how)?
+        .execute(conn)
+        .map_err(query_error)?;
     Ok(rows as u64)
 }
 
 /// Runs a statement and decodes every row dynamically.
-pub(crate) fn query(conn: &mut PgConnection, stmt: &Statement) -> Result<Vec<Row>> {
-    let rows = boxed_query(stmt)?
+pub(crate) fn query(
+    conn: &mut PgConnection,
+    stmt: &Statement,
+    how: Statements,
+) -> Result<Vec<Row>> {
+    let rows = SqlStatement::new(stmt, how)?
         .load::<DynamicRow>(conn)
         .map_err(|e| match e {
             diesel::result::Error::DeserializationError(inner) => match inner.downcast::<Error>() {
@@ -42,6 +63,49 @@ pub(crate) fn query(conn: &mut PgConnection, stmt: &Statement) -> Result<Vec<Row
             other => query_error(other),
         })?;
     Ok(finish_rows(rows))
+}
+
+/// A statement as diesel runs it: `sql_query(sql)` with each parameter bound with its SQL type.
+/// `sql_query` marks itself unsafe to cache; cached, this says it is safe (pgmill's statements
+/// are fixed SQL texts with typed binds), so diesel keys the prepared statement by its SQL and
+/// bind types. Unnamed, it leaves `sql_query`'s answer, and diesel sends it unnamed.
+struct SqlStatement<'a> {
+    query: BoxedSqlQuery<'a, Pg, SqlQuery>,
+    how: Statements,
+}
+
+impl<'a> SqlStatement<'a> {
+    fn new(stmt: &'a Statement, how: Statements) -> Result<Self> {
+        Ok(SqlStatement {
+            query: boxed_query(stmt)?,
+            how,
+        })
+    }
+}
+
+impl QueryId for SqlStatement<'_> {
+    type QueryId = ();
+
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl Query for SqlStatement<'_> {
+    type SqlType = Untyped;
+}
+
+impl RunQueryDsl<PgConnection> for SqlStatement<'_> {}
+
+impl QueryFragment<Pg> for SqlStatement<'_> {
+    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        self.query.walk_ast(out)
+    }
+
+    fn is_safe_to_cache_prepared(&self, backend: &Pg) -> QueryResult<bool> {
+        match self.how {
+            Statements::Cached => Ok(true),
+            Statements::Unnamed => self.query.is_safe_to_cache_prepared(backend),
+        }
+    }
 }
 
 /// The statement's SQL with every parameter bound with its SQL type.

@@ -9,6 +9,7 @@ use deadpool_diesel::{ManagerConfig, RecyclingMethod, Runtime};
 use pgmill::driver::Driver;
 use pgmill::{Error, Result};
 
+use crate::codec::Statements;
 use crate::error::pool_error;
 use crate::executor::DieselConnection;
 use crate::listener::DieselListener;
@@ -38,6 +39,7 @@ const POOL_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct DieselDriver {
     pool: Pool,
     url: Arc<str>,
+    statements: Statements,
 }
 
 impl fmt::Debug for DieselDriver {
@@ -85,15 +87,16 @@ impl DieselDriver {
         DieselDriver {
             pool,
             url: url.into(),
+            statements: Statements::Cached,
         }
     }
 
     /// Opens the listener's dedicated connection to `url` instead of the pool's database: behind
     /// a transaction-mode pooler (PgBouncer's `pool_mode = transaction`), the URL of the database
     /// itself, since a `LISTEN` sent through the pooler holds on to one server connection no
-    /// longer than a transaction. Nothing else needs changing there: every statement pgmill runs
-    /// through diesel is a `sql_query`, which diesel never caches and sends unnamed in one round
-    /// trip (`PQsendQueryParams`). See the "Behind a connection pooler" section of the README.
+    /// longer than a transaction. Behind such a pooler also use
+    /// [`DieselDriver::unnamed_statements`]. See the "Behind a connection pooler" section of the
+    /// README.
     ///
     /// # Errors
     ///
@@ -101,6 +104,19 @@ impl DieselDriver {
     pub fn with_listener_url(mut self, url: &str) -> Result<Self> {
         self.url = url.into();
         Ok(self)
+    }
+
+    /// Runs every statement on pooled connections unnamed (marked unsafe to cache, as diesel's
+    /// `sql_query` is: parsed and planned in its one round trip) instead of preparing each once
+    /// per connection in diesel's statement cache: for a transaction-mode pooler (PgBouncer's
+    /// `pool_mode = transaction`), where a statement prepared on one server connection is missing
+    /// on the next. In the application's own transactions pgmill's statements follow the
+    /// connection's cache setting (`set_prepared_statement_cache_size(CacheSize::Disabled)` makes
+    /// them unnamed).
+    #[must_use]
+    pub fn unnamed_statements(mut self) -> Self {
+        self.statements = Statements::Unnamed;
+        self
     }
 
     /// The underlying pool.
@@ -116,7 +132,7 @@ impl Driver for DieselDriver {
 
     async fn acquire(&self) -> Result<DieselConnection> {
         let object = self.pool.get().await.map_err(pool_error)?;
-        Ok(DieselConnection::new(object))
+        Ok(DieselConnection::new(object, self.statements))
     }
 
     fn discard(&self, conn: DieselConnection) {
@@ -148,6 +164,6 @@ impl Driver for DieselDriver {
             .build()
             .map_err(|e| Error::InvalidConfig(format!("diesel session pool: {e}")))?;
         let object = pool.get().await.map_err(pool_error)?;
-        Ok(DieselConnection::new(object))
+        Ok(DieselConnection::new(object, self.statements))
     }
 }

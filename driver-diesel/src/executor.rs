@@ -45,7 +45,7 @@ use pgmill::driver::{
 use pgmill::{DbError, DbErrorKind, Error, Result};
 use tokio::sync::Semaphore;
 
-use crate::codec::{execute, query};
+use crate::codec::{Statements, execute, query};
 use crate::copy;
 use crate::error::{interact_error, query_error};
 
@@ -62,6 +62,8 @@ pub struct PooledConnection {
     /// Set when a call found the connection lost: it then leaves the pool instead of returning,
     /// which is what lets the pool skip a test query on every checkout.
     lost: Arc<AtomicBool>,
+    /// Prepared once in the connection's statement cache, or unnamed.
+    statements: Statements,
 }
 
 impl fmt::Debug for PooledConnection {
@@ -73,12 +75,13 @@ impl fmt::Debug for PooledConnection {
 }
 
 impl PooledConnection {
-    fn new(object: Object) -> Self {
+    fn new(object: Object, statements: Statements) -> Self {
         PooledConnection {
             object: Some(object),
             gate: Arc::new(Semaphore::new(1)),
             levels: Arc::new(AtomicUsize::new(0)),
             lost: Arc::new(AtomicBool::new(false)),
+            statements,
         }
     }
 
@@ -224,9 +227,9 @@ pub type DieselConnection = DieselPoolExecutor<PooledConnection>;
 pub type DieselPoolTransaction<'c> = DieselPoolExecutor<&'c mut PooledConnection>;
 
 impl DieselConnection {
-    pub(crate) fn new(object: Object) -> Self {
+    pub(crate) fn new(object: Object, statements: Statements) -> Self {
         DieselPoolExecutor {
-            conn: PooledConnection::new(object),
+            conn: PooledConnection::new(object, statements),
             depth: 0,
         }
     }
@@ -291,12 +294,14 @@ impl<C: BorrowMut<PooledConnection> + Send + Sync> Executor for DieselPoolExecut
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
         let stmt = stmt.clone();
-        self.run(move |c, _| execute(c, &stmt)).await
+        let how = self.conn.borrow().statements;
+        self.run(move |c, _| execute(c, &stmt, how)).await
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
         let stmt = stmt.clone();
-        self.run(move |c, _| query(c, &stmt)).await
+        let how = self.conn.borrow().statements;
+        self.run(move |c, _| query(c, &stmt, how)).await
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
@@ -339,7 +344,10 @@ impl Transaction for DieselPoolTransaction<'_> {
 }
 
 /// Runs pgmill's statements on a diesel connection, blocking, like diesel: statements run on the
-/// calling thread. `C` derefs to the `PgConnection`:
+/// calling thread, each prepared once in the connection's own statement cache (as diesel's own
+/// queries are; behind a transaction-mode pooler, disable that cache with
+/// `conn.set_prepared_statement_cache_size(CacheSize::Disabled)` and pgmill's statements go
+/// unnamed too). `C` derefs to the `PgConnection`:
 ///
 /// - `DieselExecutor<&mut PgConnection>`, from [`PgConnectionExt::pgmill`]: the application's own
 ///   connection, typically inside its `conn.transaction(|conn| ..)`, in whatever transaction the
@@ -368,11 +376,11 @@ impl<C: DerefMut<Target = PgConnection>> BlockingExecutor for DieselExecutor<C> 
         Self: 't;
 
     fn execute(&mut self, stmt: &Statement) -> Result<u64> {
-        execute(&mut self.0, stmt)
+        execute(&mut self.0, stmt, Statements::Cached)
     }
 
     fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        query(&mut self.0, stmt)
+        query(&mut self.0, stmt, Statements::Cached)
     }
 
     fn execute_script(&mut self, sql: &str) -> Result<()> {

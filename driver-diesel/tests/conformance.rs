@@ -1,6 +1,7 @@
 //! The pgmill driver conformance suite, run against the diesel driver, plus the diesel-specific
 //! behaviours the suite cannot reach (blocking transactions, cancelled calls).
 
+use diesel::connection::CacheSize;
 use diesel::{Connection, PgConnection};
 use pgmill_driver_diesel::{DieselDriver, PgConnectionExt};
 use pgmill_drivertest::{HostDone, HostWork, harness_error};
@@ -39,16 +40,27 @@ impl pgmill_drivertest::Harness for Harness {
     }
 
     async fn run_host_transaction(url: &str, work: HostWork) -> pgmill::Result<HostDone> {
-        let url = url.to_owned();
-        tokio::task::spawn_blocking(move || host_transaction_blocking(&url, &work))
-            .await
-            .map_err(harness_error)?
+        host_transaction(url, work, CacheSize::Unbounded).await
     }
 }
 
+/// Runs `work` in `conn.transaction(..)` on a new connection whose statement cache is `cache`
+/// (disabled behind a transaction-mode pooler, as for diesel's own queries).
+async fn host_transaction(url: &str, work: HostWork, cache: CacheSize) -> pgmill::Result<HostDone> {
+    let url = url.to_owned();
+    tokio::task::spawn_blocking(move || host_transaction_blocking(&url, &work, cache))
+        .await
+        .map_err(harness_error)?
+}
+
 /// Runs `work` in `conn.transaction(..)`, then commits or rolls back.
-fn host_transaction_blocking(url: &str, work: &HostWork) -> pgmill::Result<HostDone> {
+fn host_transaction_blocking(
+    url: &str,
+    work: &HostWork,
+    cache: CacheSize,
+) -> pgmill::Result<HostDone> {
     let mut conn = PgConnection::establish(url).map_err(harness_error)?;
+    conn.set_prepared_statement_cache_size(cache);
     let mut done = HostDone::default();
     let outcome = conn.transaction(|conn| {
         done = pgmill_drivertest::run_host_work!(blocking conn, work);
@@ -69,6 +81,7 @@ pgmill_drivertest::conformance_suite!(Harness);
 
 /// The engine behind a transaction-mode PgBouncer.
 mod through_pgbouncer {
+    use diesel::connection::CacheSize;
     use pgmill_driver_diesel::DieselDriver;
     use pgmill_drivertest::{HostDone, HostWork};
 
@@ -86,11 +99,12 @@ mod through_pgbouncer {
         async fn connect(url: &str, max_connections: u32) -> pgmill::Result<DieselDriver> {
             DieselDriver::connect(url, max_connections)
                 .await?
+                .unnamed_statements()
                 .with_listener_url(&pgmill_drivertest::testdb::url())
         }
 
         async fn run_host_transaction(url: &str, work: HostWork) -> pgmill::Result<HostDone> {
-            <super::Harness as pgmill_drivertest::Harness>::run_host_transaction(url, work).await
+            super::host_transaction(url, work, CacheSize::Disabled).await
         }
     }
 
@@ -113,15 +127,14 @@ mod through_pgbouncer {
 
             async fn connect(url: &str, max_connections: u32) -> pgmill::Result<Self::Driver> {
                 Ok(PollOnly::new(
-                    super::DieselDriver::connect(url, max_connections).await?,
+                    super::DieselDriver::connect(url, max_connections)
+                        .await?
+                        .unnamed_statements(),
                 ))
             }
 
             async fn run_host_transaction(url: &str, work: HostWork) -> pgmill::Result<HostDone> {
-                <super::super::Harness as pgmill_drivertest::Harness>::run_host_transaction(
-                    url, work,
-                )
-                .await
+                super::super::host_transaction(url, work, super::CacheSize::Disabled).await
             }
         }
 
@@ -133,6 +146,7 @@ mod through_pgbouncer {
 mod diesel_driver {
     use std::time::Duration;
 
+    use diesel::connection::CacheSize;
     use diesel::{Connection, PgConnection};
     use pgmill::driver::{
         BlockingExecutor, BlockingTransaction, Driver, Executor, Statement, Transaction, Value,
@@ -359,5 +373,58 @@ mod diesel_driver {
             rows[0].values(),
             [Value::Null(pgmill::driver::PgType::Int8)]
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pooled_statements_are_prepared_once_per_connection_unless_unnamed() {
+        use pgmill_drivertest::prepared::{COUNT_PREPARED_MARKED, marked};
+        let url = pgmill_drivertest::testdb::url();
+        for (unnamed, expected) in [(false, 1), (true, 0)] {
+            let driver = DieselDriver::connect(&url, 1).await.unwrap();
+            let driver = if unnamed {
+                driver.unnamed_statements()
+            } else {
+                driver
+            };
+            let mut conn = driver.acquire().await.unwrap();
+            for n in 0..3 {
+                let got: i64 = conn.query_scalar(&marked(n)).await.unwrap();
+                assert_eq!(got, n);
+            }
+            let mut tx = conn.begin().await.unwrap();
+            let got: i64 = tx.query_scalar(&marked(7)).await.unwrap();
+            assert_eq!(got, 7);
+            tx.commit().await.unwrap();
+            let prepared: i64 = conn
+                .query_scalar(&Statement::new(COUNT_PREPARED_MARKED))
+                .await
+                .unwrap();
+            assert_eq!(prepared, expected, "unnamed: {unnamed}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn app_connection_statements_follow_its_cache_setting() {
+        use pgmill_drivertest::prepared::{COUNT_PREPARED_MARKED, marked};
+        let url = pgmill_drivertest::testdb::url();
+        let counts = blocking(move || {
+            [CacheSize::Unbounded, CacheSize::Disabled].map(|cache| {
+                let mut conn = PgConnection::establish(&url).unwrap();
+                conn.set_prepared_statement_cache_size(cache);
+                conn.transaction::<_, super::HostError, _>(|conn| {
+                    for n in 0..3 {
+                        let got: i64 = conn.pgmill().query_scalar(&marked(n))?;
+                        assert_eq!(got, n);
+                    }
+                    Ok(conn
+                        .pgmill()
+                        .query_scalar::<i64>(&Statement::new(COUNT_PREPARED_MARKED))?)
+                })
+                .unwrap()
+            })
+        })
+        .await
+        .unwrap();
+        assert_eq!(counts, [1, 0]);
     }
 }
