@@ -115,12 +115,18 @@ async fn watch_loop<D: Driver>(
     let mut watched: Vec<Watched> = Vec::new();
     loop {
         let next = watched.iter().map(|w| w.next).min();
-        tokio::select! {
-            id = rx.recv() => match id {
-                Some(id) => watched.push(Watched::new(id, Instant::now())),
-                None => return,
+        match next {
+            // A job sent meanwhile is looked for first FIRST_DELAY after it arrives, so while a
+            // look is due sooner than that, arrivals wait in the channel until then: one wake-up
+            // per look, not one per insert.
+            Some(at) if at <= Instant::now() + FIRST_DELAY => tokio::time::sleep_until(at).await,
+            _ => tokio::select! {
+                id = rx.recv() => match id {
+                    Some(id) => watched.push(Watched::new(id, Instant::now())),
+                    None => return,
+                },
+                () = sleep_until(next), if next.is_some() => {}
             },
-            () = sleep_until(next), if next.is_some() => {}
         }
         let now = Instant::now();
         while let Ok(id) = rx.try_recv() {
