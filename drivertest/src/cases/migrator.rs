@@ -29,7 +29,12 @@ async fn objects<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> {
          ) o ORDER BY name",
     )
     .bind(schema.name());
-    exec.query(&stmt)
+    names(exec, &stmt).await
+}
+
+/// The `name` column of every row of a catalog query, in order.
+async fn names<E: Executor>(exec: &mut E, stmt: &Statement) -> Vec<String> {
+    exec.query(stmt)
         .await
         .expect("catalog query")
         .iter()
@@ -117,9 +122,9 @@ pub async fn up_down_up_again_works<H: Harness>() {
 /// with its definition and whether it is validated, every index with its definition; sorted.
 async fn table_shape<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> {
     let stmt = Statement::new(
-        "SELECT line FROM ( \
+        "SELECT name FROM ( \
            SELECT format('column %s.%s %s default %s', c.relname, a.attname, \
-               format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid)) AS line \
+               format_type(a.atttypid, a.atttypmod), pg_get_expr(d.adbin, d.adrelid)) AS name \
              FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid \
              JOIN pg_namespace n ON n.oid = c.relnamespace \
              LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
@@ -132,15 +137,10 @@ async fn table_shape<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> 
            UNION ALL SELECT format('index %s', pg_get_indexdef(i.indexrelid)) \
              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
              JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1::text \
-         ) s ORDER BY line",
+         ) s ORDER BY name",
     )
     .bind(schema.name());
-    exec.query(&stmt)
-        .await
-        .expect("catalog query")
-        .iter()
-        .map(|r| r.get("line").unwrap())
-        .collect()
+    names(exec, &stmt).await
 }
 
 /// Every version's `down` gives back exactly the tables of the version before it: the same
