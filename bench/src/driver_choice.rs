@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use clap::ValueEnum;
 use metrics_util::debugging::DebuggingRecorder;
-use pgmill::ClaimMode;
 use pgmill::middleware::MetricsConfig;
 use pgmill_driver_diesel::DieselDriver;
 use pgmill_driver_sqlx::SqlxDriver;
@@ -71,26 +70,6 @@ impl BenchDriver {
         }
     }
 
-    /// The name in results of this driver with metrics on or in the advisory-lock claim mode.
-    pub(crate) fn contender_name(self, metrics: bool, advisory: bool) -> &'static str {
-        if advisory {
-            self.name_with_advisory()
-        } else if metrics {
-            self.name_with_metrics()
-        } else {
-            self.name()
-        }
-    }
-
-    /// The name in results of this driver in the advisory-lock claim mode.
-    pub(crate) fn name_with_advisory(self) -> &'static str {
-        match self {
-            BenchDriver::Sqlx => "sqlx+advisory",
-            BenchDriver::TokioPostgres => "tokio-postgres+advisory",
-            BenchDriver::Diesel => "diesel+advisory",
-        }
-    }
-
     /// The name in results of this driver with pgmill's metrics on.
     pub(crate) fn name_with_metrics(self) -> &'static str {
         match self {
@@ -113,7 +92,6 @@ pub(crate) async fn measure_driver(
     db: &BenchDatabase,
     driver: BenchDriver,
     metrics: bool,
-    advisory: bool,
     scenario: &Scenario,
     opts: &BenchOptions,
 ) -> Result<Measurement, BenchError> {
@@ -129,13 +107,7 @@ pub(crate) async fn measure_driver(
             let d = SqlxDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(
-                db,
-                &engine(db, driver, metrics, advisory, d.clone()),
-                scenario,
-                opts,
-            )
-            .await;
+            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
             d.pool().close().await;
             figure
         }
@@ -143,13 +115,7 @@ pub(crate) async fn measure_driver(
             let d = TokioPostgresDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(
-                db,
-                &engine(db, driver, metrics, advisory, d.clone()),
-                scenario,
-                opts,
-            )
-            .await;
+            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
             d.pool().close();
             figure
         }
@@ -157,13 +123,7 @@ pub(crate) async fn measure_driver(
             let d = DieselDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(
-                db,
-                &engine(db, driver, metrics, advisory, d.clone()),
-                scenario,
-                opts,
-            )
-            .await;
+            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
             d.pool().close();
             figure
         }
@@ -174,18 +134,16 @@ fn engine<D: HostInsert>(
     db: &BenchDatabase,
     choice: BenchDriver,
     metrics: bool,
-    advisory: bool,
     driver: D,
 ) -> EngineBench<'_, D> {
     EngineBench {
-        name: choice.contender_name(metrics, advisory),
+        name: if metrics {
+            choice.name_with_metrics()
+        } else {
+            choice.name()
+        },
         driver,
         db,
         metrics: metrics.then(metrics_config),
-        claim_mode: if advisory {
-            ClaimMode::AdvisoryLock
-        } else {
-            ClaimMode::RowState
-        },
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use pgmill::middleware::MetricsConfig;
-use pgmill::{ClaimMode, Client, ClientBuilder, InsertParams, JobId, Schema};
+use pgmill::{Client, ClientBuilder, InsertParams, JobId, Schema};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -34,9 +34,6 @@ pub(crate) struct EngineBench<'a, D: HostInsert> {
     pub(crate) db: &'a BenchDatabase,
     /// pgmill's metrics, on for the `+metrics` contenders (`--metrics`).
     pub(crate) metrics: Option<MetricsConfig>,
-    /// How the working client claims: `AdvisoryLock` for the `+advisory` contenders
-    /// (`--advisory`).
-    pub(crate) claim_mode: ClaimMode,
 }
 
 impl<D: HostInsert> Contender for EngineBench<'_, D> {
@@ -72,9 +69,7 @@ fn bench_params(n: u64) -> Result<Vec<InsertParams>, BenchError> {
 impl<D: HostInsert> EngineBench<'_, D> {
     /// A client builder on `schema`, with metrics when this contender has them.
     fn builder(&self, schema: &Schema) -> ClientBuilder<D> {
-        let builder = Client::builder(self.driver.clone())
-            .schema(schema.clone())
-            .claim_mode(self.claim_mode);
+        let builder = Client::builder(self.driver.clone()).schema(schema.clone());
         match &self.metrics {
             Some(metrics) => builder.metrics(metrics.clone()),
             None => builder,

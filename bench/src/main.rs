@@ -112,9 +112,7 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub(crate) metrics: bool,
     /// Also runs w3_work with the advisory-lock reference (`advisory`): a Que-style locker
-    /// written by hand, claiming with `pg_try_advisory_lock` instead of row state, and each
-    /// driver in pgmill's advisory-lock claim mode (`<driver>+advisory`,
-    /// `ClaimMode::AdvisoryLock`), interleaved with the row-state runs (see
+    /// written by hand, claiming with `pg_try_advisory_lock` instead of row state (see
     /// docs/advisory-locks.md).
     #[arg(long)]
     pub(crate) advisory: bool,
@@ -145,25 +143,15 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
     let db = BenchDatabase::open(url).await?;
     let about = db.describe().await?;
     progress::note(&format!("pgmill bench on {about}"));
-    // Each driver, and after it the same driver with metrics on (--metrics) and in the
-    // advisory-lock claim mode (--advisory, w3_work only): (driver, metrics, advisory).
-    let all_drivers: Vec<(BenchDriver, bool, bool)> = args
+    // Each driver, and after it the same driver with metrics on (--metrics).
+    let drivers: Vec<(BenchDriver, bool)> = args
         .driver
         .drivers()
         .into_iter()
-        .flat_map(|d| {
-            std::iter::once((d, false, false))
-                .chain(args.metrics.then_some((d, true, false)))
-                .chain(args.advisory.then_some((d, false, true)))
-        })
+        .flat_map(|d| std::iter::once((d, false)).chain(args.metrics.then_some((d, true))))
         .collect();
     let mut results: Vec<BenchResult> = Vec::new();
     for workload in args.workloads.iter().copied() {
-        let drivers: Vec<(BenchDriver, bool, bool)> = all_drivers
-            .iter()
-            .copied()
-            .filter(|(_, _, advisory)| !advisory || workload == Workload::W3Work)
-            .collect();
         for scenario in workload.scenarios(&opts) {
             let mut references: Vec<CeilingBench<'_>> = Vec::new();
             if !args.no_ceiling {
@@ -193,10 +181,8 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 for (runs, reference) in reference_runs.iter_mut().zip(&references) {
                     runs.push(measure(&db, reference, &scenario, &opts).await?);
                 }
-                for (runs, (driver, metrics, advisory)) in driver_runs.iter_mut().zip(&drivers) {
-                    runs.push(
-                        measure_driver(&db, *driver, *metrics, *advisory, &scenario, &opts).await?,
-                    );
+                for (runs, (driver, metrics)) in driver_runs.iter_mut().zip(&drivers) {
+                    runs.push(measure_driver(&db, *driver, *metrics, &scenario, &opts).await?);
                 }
             }
             let mut reference_figures = Vec::new();
@@ -224,8 +210,12 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                     &notify,
                 ));
             }
-            for (runs, (driver, metrics, advisory)) in driver_runs.into_iter().zip(&drivers) {
-                let name = driver.contender_name(*metrics, *advisory);
+            for (runs, (driver, metrics)) in driver_runs.into_iter().zip(&drivers) {
+                let name = if *metrics {
+                    driver.name_with_metrics()
+                } else {
+                    driver.name()
+                };
                 let figure = Figure::from_runs(runs)
                     .ok_or_else(|| BenchError::new(format!("{name} {scenario}: no runs")))?;
                 rows.push(result(name, scenario, &opts, figure, &ceiling, &notify));
