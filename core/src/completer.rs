@@ -12,7 +12,6 @@
 //! backoff; outcomes are never dropped while the client runs. On stop, the completer drains
 //! everything still queued before it ends.
 
-use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,17 +26,15 @@ use tracing::{Instrument, debug, debug_span, info_span, warn};
 
 use crate::claim_tokens::NO_CLAIM;
 use crate::connection_lease::ConnectionLease;
-use crate::driver::{Driver, Executor, Transaction};
+use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{FLUSH_OUTCOMES, FLUSH_SECONDS, MetricsSink, SUPERSEDED};
 use crate::error::{Error, Result, with_timeout};
 use crate::event::{Event, EventSender};
 use crate::in_flight::InFlight;
 use crate::job::{JobId, JobRow};
-use crate::locker::Locker;
 use crate::outcome::Outcome;
 use crate::query::{
-    AdvisoryClaim, SetStateParams, SetStateResult, job_advisory_complete_many,
-    job_advisory_mark_running, job_set_completed_many, job_set_state_if_running_many,
+    SetStateParams, SetStateResult, job_set_completed_many, job_set_state_if_running_many,
 };
 use crate::schema::Schema;
 
@@ -105,10 +102,6 @@ pub(crate) struct CompleterStats {
     pub(crate) recorded: AtomicU64,
     pub(crate) superseded: AtomicU64,
     pub(crate) flushes: AtomicU64,
-    /// Advisory claims held when the locker lost its session.
-    pub(crate) lost_claims: AtomicU64,
-    /// Outcomes dropped because their advisory claim was lost.
-    pub(crate) lost_results: AtomicU64,
 }
 
 /// Records the outcomes of attempts in batches, one fenced UPDATE per flush.
@@ -122,10 +115,6 @@ pub(crate) struct BatchCompleter<D: Driver> {
     flush_seconds: Histogram,
     flush_outcomes: Histogram,
     superseded: Counter,
-    /// The locker, in the advisory-lock claim mode.
-    locker: Option<Arc<Locker<D>>>,
-    /// The client's id, recorded in `attempted_by` at completion in that mode.
-    client_id: String,
 }
 
 impl<D: Driver> BatchCompleter<D> {
@@ -150,17 +139,7 @@ impl<D: Driver> BatchCompleter<D> {
             flush_seconds: metrics.histogram(FLUSH_SECONDS, &[]),
             flush_outcomes: metrics.histogram(FLUSH_OUTCOMES, &[]),
             superseded: metrics.counter(SUPERSEDED, &[]),
-            locker: None,
-            client_id: String::new(),
         }
-    }
-
-    /// Records outcomes of jobs claimed by advisory lock through `locker`, for client
-    /// `client_id`, and unlocks them once recorded.
-    pub(crate) fn with_locker(mut self, locker: Arc<Locker<D>>, client_id: String) -> Self {
-        self.locker = Some(locker);
-        self.client_id = client_id;
-        self
     }
 
     /// Flushes outcomes until every sender is dropped and the queue is empty. After `stopping` is
@@ -242,9 +221,6 @@ impl<D: Driver> BatchCompleter<D> {
         batch: &[Completion],
         lease: &mut Option<ConnectionLease<D>>,
     ) -> Result<()> {
-        if let Some(locker) = &self.locker {
-            return self.flush_advisory(locker, batch, lease).await;
-        }
         let params: Vec<SetStateParams> = batch.iter().map(|c| c.outcome.params(&c.job)).collect();
         // Plain successes of non-periodic jobs, the common case, take the lean statement.
         let plain = batch.iter().all(|c| {
@@ -254,11 +230,18 @@ impl<D: Driver> BatchCompleter<D> {
         let stmt = if plain {
             job_set_completed_many(&self.schema, &params)
         } else {
-            job_set_state_if_running_many(&self.schema, &params, self.available_within())
+            let available_within =
+                TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
+            job_set_state_if_running_many(&self.schema, &params, available_within)
         };
         // Rows are only needed to build events; without subscribers the row count is enough.
         let want_rows = self.events.has_subscribers();
-        let span = flush_span(batch.len());
+        let span = debug_span!(
+            "pgmill.completer_flush",
+            num_outcomes = batch.len(),
+            num_recorded = Empty,
+            num_superseded = Empty,
+        );
         let started = Instant::now();
         let (results, recorded): (Vec<SetStateResult>, u64) =
             with_timeout("completer flush", async {
@@ -276,119 +259,13 @@ impl<D: Driver> BatchCompleter<D> {
             })
             .instrument(span.clone())
             .await?;
-        self.report(batch, started, &span, results, recorded);
-        Ok(())
-    }
-
-    fn available_within(&self) -> TimeDelta {
-        TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5))
-    }
-
-    /// Flushes outcomes of jobs claimed by advisory lock: those whose claim was lost with the
-    /// locker's session are dropped; the rest are recorded (plain completions in one lean
-    /// statement; otherwise, in one transaction, the claims are recorded in their rows and then
-    /// their outcomes as in the row-state mode), and once that has committed the locker unlocks
-    /// them. Given-back jobs (interrupted) and jobs the worker completed itself write nothing.
-    async fn flush_advisory(
-        &self,
-        locker: &Locker<D>,
-        batch: &[Completion],
-        lease: &mut Option<ConnectionLease<D>>,
-    ) -> Result<()> {
-        let token = |c: &Completion| c.job.claim_token.unwrap_or(NO_CLAIM);
-        let (kept, lost): (Vec<&Completion>, Vec<&Completion>) =
-            batch.iter().partition(|c| locker.holds(c.job.id, token(c)));
-        if !lost.is_empty() {
-            self.stats
-                .lost_results
-                .fetch_add(lost.len() as u64, Ordering::Relaxed);
-            debug!(
-                num_lost = lost.len(),
-                "dropped the outcomes of jobs whose advisory lock was lost"
-            );
-        }
-        let writes: Vec<&Completion> = kept
-            .iter()
-            .copied()
-            .filter(|c| {
-                !matches!(
-                    c.outcome,
-                    Outcome::Interrupt | Outcome::Completed { recorded: true }
-                )
-            })
-            .collect();
-        let span = flush_span(writes.len());
-        let started = Instant::now();
-        if !writes.is_empty() {
-            let claims: Vec<AdvisoryClaim> =
-                writes.iter().map(|c| AdvisoryClaim::of(&c.job)).collect();
-            let plain = writes.iter().all(|c| {
-                matches!(c.outcome, Outcome::Completed { .. })
-                    && c.job.metadata.get("periodic").is_none()
-            });
-            let client_id = self.client_id.as_str();
-            let (results, recorded): (Vec<SetStateResult>, u64) =
-                with_timeout("completer flush", async {
-                    let conn = match lease {
-                        Some(conn) => conn,
-                        None => lease.insert(ConnectionLease::acquire(&self.driver).await?),
-                    };
-                    if plain {
-                        let stmt = job_advisory_complete_many(&self.schema, &claims, client_id);
-                        let rows: Vec<SetStateResult> = conn.query_as(&stmt).await?;
-                        let n = rows.len() as u64;
-                        return Ok((rows, n));
-                    }
-                    let params: Vec<SetStateParams> =
-                        writes.iter().map(|c| c.outcome.params(&c.job)).collect();
-                    let mut tx = conn.begin().await?;
-                    tx.execute(&job_advisory_mark_running(&self.schema, &claims, client_id))
-                        .await?;
-                    let rows: Vec<SetStateResult> = tx
-                        .query_as(&job_set_state_if_running_many(
-                            &self.schema,
-                            &params,
-                            self.available_within(),
-                        ))
-                        .await?;
-                    tx.commit().await?;
-                    let n = rows.len() as u64;
-                    Ok((rows, n))
-                })
-                .instrument(span.clone())
-                .await?;
-            self.report(&writes, started, &span, results, recorded);
-        }
-        // Only now that the outcomes are committed may another session take the jobs.
-        locker
-            .release(kept.iter().map(|c| (c.job.id, token(c))))
-            .await;
-        Ok(())
-    }
-
-    /// Counts a flush of `batch` that recorded `recorded` rows (`results`, when events are
-    /// wanted), and publishes its events.
-    fn report<C: Borrow<Completion>>(
-        &self,
-        batch: &[C],
-        started: Instant,
-        span: &tracing::Span,
-        results: Vec<SetStateResult>,
-        recorded: u64,
-    ) {
-        let want_rows = self.events.has_subscribers();
         self.flush_seconds.record(started.elapsed().as_secs_f64());
         self.flush_outcomes.record(batch.len() as f64);
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);
         self.stats.recorded.fetch_add(recorded, Ordering::Relaxed);
         let already_recorded = batch
             .iter()
-            .filter(|c| {
-                matches!(
-                    Borrow::<Completion>::borrow(*c).outcome,
-                    Outcome::Completed { recorded: true }
-                )
-            })
+            .filter(|c| matches!(c.outcome, Outcome::Completed { recorded: true }))
             .count();
         let superseded = batch
             .len()
@@ -412,7 +289,6 @@ impl<D: Driver> BatchCompleter<D> {
             let mut by_id: HashMap<JobId, SetStateResult> =
                 results.into_iter().map(|r| (r.id, r)).collect();
             for c in batch {
-                let c: &Completion = c.borrow();
                 let Some(r) = by_id.remove(&c.job.id) else {
                     continue;
                 };
@@ -437,14 +313,6 @@ impl<D: Driver> BatchCompleter<D> {
                 });
             }
         }
+        Ok(())
     }
-}
-
-fn flush_span(num_outcomes: usize) -> tracing::Span {
-    debug_span!(
-        "pgmill.completer_flush",
-        num_outcomes,
-        num_recorded = Empty,
-        num_superseded = Empty,
-    )
 }

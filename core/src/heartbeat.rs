@@ -21,7 +21,6 @@ use crate::driver::{Driver, Executor, Row};
 use crate::error::{DB_CALL_TIMEOUT, Result, with_timeout};
 use crate::health::HealthState;
 use crate::in_flight::InFlight;
-use crate::locker::Locker;
 use crate::query::{
     RescuedRow, client_delete, client_heartbeat, client_register, job_notify_insert,
     job_reassert_running, job_release_orphaned,
@@ -80,9 +79,6 @@ pub(crate) struct Heartbeat<D: Driver> {
     interval: Duration,
     in_flight: Arc<InFlight>,
     last_beat: Arc<LastBeat>,
-    /// The locker, in the advisory-lock claim mode: checked on every beat, and given up when the
-    /// database restarted under the client.
-    locker: Option<Arc<Locker<D>>>,
     health: Arc<HealthState>,
 }
 
@@ -108,15 +104,8 @@ impl<D: Driver> Heartbeat<D> {
             interval,
             in_flight,
             last_beat,
-            locker: None,
             health,
         }
-    }
-
-    /// Checks `locker`'s session on every beat and gives it up on a restart.
-    pub(crate) fn with_locker(mut self, locker: Arc<Locker<D>>) -> Self {
-        self.locker = Some(locker);
-        self
     }
 
     /// Beats until `stop`, then removes the client's row.
@@ -138,19 +127,9 @@ impl<D: Driver> Heartbeat<D> {
                         registered = true;
                         if restarted {
                             recovering = Some((3, Instant::now() + RECOVERY_WINDOW));
-                            if let Some(locker) = &self.locker {
-                                // Its locks may be gone, or held on a server that is no longer
-                                // the primary: either way, other clients may take its jobs.
-                                locker
-                                    .lose("the database restarted or failed over under the client")
-                                    .await;
-                            }
                         }
                     }
                     Err(e) => warn!(error = %e, "heartbeat failed"),
-                }
-                if let Some(locker) = &self.locker {
-                    locker.check().await;
                 }
                 if self.in_flight.take_reconcile() {
                     let until = Instant::now() + RECONCILE_WINDOW;

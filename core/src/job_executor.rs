@@ -14,7 +14,6 @@ use tracing::warn;
 use crate::completer::Completion;
 use crate::engine_metrics::MetricsSink;
 use crate::job::JobRow;
-use crate::locker::ClaimCheck;
 use crate::middleware::{JobTracing, Middleware, MiddlewareStack, Next};
 use crate::outcome::Outcome;
 use crate::retry_policy::RetryPolicy;
@@ -33,8 +32,6 @@ pub(crate) struct JobExecutor {
     tracing: JobTracing,
     middleware: MiddlewareStack,
     overruns: Arc<TimeoutOverruns>,
-    /// In the advisory-lock claim mode: whether a job's claim still holds, asked at its start.
-    claims: Option<Arc<dyn ClaimCheck>>,
 }
 
 impl JobExecutor {
@@ -60,24 +57,7 @@ impl JobExecutor {
             tracing,
             middleware,
             overruns: Arc::new(TimeoutOverruns::new(metrics)),
-            claims: None,
         }
-    }
-
-    /// Starts no job whose claim `claims` says is lost (the advisory-lock claim mode).
-    pub(crate) fn with_claim_check(mut self, claims: Arc<dyn ClaimCheck>) -> Self {
-        self.claims = Some(claims);
-        self
-    }
-
-    /// False when the job's advisory claim was lost before it started.
-    fn claim_holds(&self, job: &JobRow) -> bool {
-        self.claims.as_ref().is_none_or(|c| {
-            c.holds(
-                job.id,
-                job.claim_token.unwrap_or(crate::claim_tokens::NO_CLAIM),
-            )
-        })
     }
 
     /// Runs `job` to an outcome and queues the outcome for the completer. `kill` interrupts the
@@ -115,9 +95,6 @@ impl JobExecutor {
             Outcome::Cancel {
                 error: "cancelled by an operator before it started".to_owned(),
             }
-        } else if !self.claim_holds(&job) {
-            // Its advisory lock went with the locker's session: the outcome is dropped anyway.
-            Outcome::Interrupt
         } else {
             let chain = self.middleware.for_kind(&job.kind);
             self.tracing.work(&job, Next::new(chain, &attempt)).await

@@ -252,7 +252,6 @@ mod inserter;
 mod job;
 mod job_args;
 mod job_executor;
-mod locker;
 pub mod maintenance;
 pub mod middleware;
 mod migrator;
@@ -275,7 +274,7 @@ mod timeout_overrun;
 mod unique;
 mod worker;
 
-pub use client::{ClaimMode, Client, ClientBuilder, ClientStats, Config, QueueConfig};
+pub use client::{Client, ClientBuilder, ClientStats, Config, QueueConfig};
 pub use completer::CompleterConfig;
 pub use elector::ElectorConfig;
 pub use error::{DbError, DbErrorKind, Error, Result};

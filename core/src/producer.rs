@@ -39,7 +39,6 @@ use crate::error::{Error, Result, with_timeout};
 use crate::health::HealthState;
 use crate::in_flight::{HeldClaim, InFlight};
 use crate::job_executor::JobExecutor;
-use crate::locker::Locker;
 use crate::query::{
     FetchPosition, IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
 };
@@ -96,8 +95,6 @@ pub(crate) struct Producer<D: Driver> {
     in_flight: Arc<InFlight>,
     claim_seconds: Histogram,
     claim_jobs: Histogram,
-    /// The client's locker, in the advisory-lock claim mode.
-    locker: Option<Arc<Locker<D>>>,
 }
 
 impl<D: Driver> Producer<D> {
@@ -122,14 +119,7 @@ impl<D: Driver> Producer<D> {
             executor,
             handle,
             in_flight,
-            locker: None,
         }
-    }
-
-    /// Claims by advisory lock through `locker` instead of by row state.
-    pub(crate) fn with_locker(mut self, locker: Arc<Locker<D>>) -> Self {
-        self.locker = Some(locker);
-        self
     }
 
     /// Fetches and runs jobs until `stop` (soft: fetch nothing more), then waits for the jobs it
@@ -288,18 +278,12 @@ impl<D: Driver> Producer<D> {
             let started = Instant::now();
             let after = cursor.next_claim();
             let token = self.config.claim_tokens.next();
-            let (jobs, generation, limit) = with_timeout("fetch", async {
-                if let Some(locker) = &self.locker {
-                    // Asks for less when the lock budget has less room; a release wakes it.
-                    let (jobs, generation, asked) =
-                        locker.claim(&self.queue, limit, after, token).await?;
-                    return Ok((jobs, Some(generation), asked));
-                }
+            let jobs = with_timeout("fetch", async {
                 let conn = match &mut lease {
                     Some(conn) => conn,
                     None => lease.insert(ConnectionLease::acquire(&self.driver).await?),
                 };
-                let jobs = job_get_available(
+                job_get_available(
                     conn,
                     self.executor.schema_ref(),
                     &self.queue,
@@ -308,8 +292,7 @@ impl<D: Driver> Producer<D> {
                     token,
                     after,
                 )
-                .await?;
-                Ok((jobs, None, limit))
+                .await
             })
             .instrument(span.clone())
             .await?;
@@ -322,15 +305,13 @@ impl<D: Driver> Producer<D> {
             span.record("num_jobs", fetched);
             self.claim_seconds.record(started.elapsed().as_secs_f64());
             self.claim_jobs.record(fetched as f64);
-            if generation.is_none() {
-                self.in_flight.add_all(jobs.iter().map(|j| HeldClaim {
-                    id: j.id,
-                    attempt: j.attempt,
-                    token,
-                    attempted_at: j.attempted_at,
-                    created_at: j.created_at,
-                }));
-            }
+            self.in_flight.add_all(jobs.iter().map(|j| HeldClaim {
+                id: j.id,
+                attempt: j.attempt,
+                token,
+                attempted_at: j.attempted_at,
+                created_at: j.created_at,
+            }));
             // Each job's own token: an operator's cancel request cancels it, and so does a hard
             // stop (`cancel_running_on_kill`). Not a child of `kill`: children of one token share
             // its lock, which every job's start and end would contend for. The claim's jobs are
@@ -338,12 +319,6 @@ impl<D: Driver> Producer<D> {
             let batch = self.handle.register(jobs.iter().map(|j| j.id));
             if kill.is_cancelled() {
                 self.handle.cancel_all_running();
-            }
-            if let (Some(locker), Some(generation)) = (&self.locker, generation)
-                && locker.generation() != generation
-            {
-                // The session was lost before these jobs were registered: they are lost too.
-                (0..fetched).for_each(|i| batch.job(i).1.cancel());
             }
             // Free slots take the oldest buffered jobs first, so jobs start in fetch order.
             slots.push(
@@ -356,10 +331,6 @@ impl<D: Driver> Producer<D> {
                     })
                     .collect(),
             );
-            if limit == 0 {
-                // No room in the advisory lock budget until the completer releases some.
-                return Ok(());
-            }
             if fetched < limit {
                 if after.is_some() && cursor.ran_dry() {
                     // The end of the queue from the position: look at the head before concluding

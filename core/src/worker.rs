@@ -20,11 +20,9 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::claim_tokens::NO_CLAIM;
 use crate::driver::{BlockingExecutor, Executor};
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobRow, JobState};
+use crate::job::{JobId, JobRow};
 use crate::job_args::JobArgs;
-use crate::query::{
-    AdvisoryClaim, SetStateParams, job_advisory_mark_running, job_set_state_if_running_many,
-};
+use crate::query::{SetStateParams, job_set_state_if_running_many};
 use crate::schema::Schema;
 
 /// A boxed error, as workers return them.
@@ -67,8 +65,7 @@ impl<A> Job<A> {
         self.row.attempt
     }
 
-    /// The full row as fetched (state `running`; `available` in the advisory-lock claim mode,
-    /// where the claim leaves the row as it was, with the attempt counted here).
+    /// The full row as fetched (state `running`).
     pub fn row(&self) -> &JobRow {
         &self.row
     }
@@ -96,34 +93,14 @@ impl<A> Job<A> {
         }]
     }
 
-    /// In the advisory-lock claim mode ([`ClaimMode::AdvisoryLock`](crate::ClaimMode)), whose
-    /// claims leave the row available, the claim is first recorded in the row (running, attempt
-    /// counted), in the same transaction, and then completed; a row changed meanwhile by anyone
-    /// else is left alone.
-    fn advisory_mark_running(&self) -> Option<crate::driver::Statement> {
-        if self.row.state != JobState::Available {
-            return None;
-        }
-        let client_id = self.row.attempted_by.last().map_or("", String::as_str);
-        Some(job_advisory_mark_running(
-            &self.schema,
-            &[AdvisoryClaim::of(&self.row)],
-            client_id,
-        ))
-    }
-
     /// Completes this job inside the application's own transaction, so the job is completed
     /// exactly when the worker's own writes commit. Returns false when the attempt was superseded
     /// (the job is no longer running this attempt), in which case the transaction should roll back.
-    /// (In the advisory-lock claim mode it runs two statements: the claim is recorded first.)
     ///
     /// # Errors
     ///
     /// The database error.
     pub async fn complete_in<E: Executor>(&self, exec: &mut E) -> Result<bool> {
-        if let Some(mark) = self.advisory_mark_running() {
-            exec.execute(&mark).await?;
-        }
         let stmt = job_set_state_if_running_many(
             &self.schema,
             &self.completed_params(),
@@ -140,9 +117,6 @@ impl<A> Job<A> {
     ///
     /// The database error.
     pub fn complete_in_blocking<E: BlockingExecutor>(&self, exec: &mut E) -> Result<bool> {
-        if let Some(mark) = self.advisory_mark_running() {
-            exec.execute(&mark)?;
-        }
         let stmt = job_set_state_if_running_many(
             &self.schema,
             &self.completed_params(),

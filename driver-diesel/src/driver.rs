@@ -128,7 +128,6 @@ impl DieselDriver {
 impl Driver for DieselDriver {
     type Connection = DieselConnection;
     type Listener = DieselListener;
-    type Session = DieselConnection;
 
     async fn acquire(&self) -> Result<DieselConnection> {
         let object = self.pool.get().await.map_err(pool_error)?;
@@ -145,25 +144,5 @@ impl Driver for DieselDriver {
 
     async fn listener(&self) -> Result<DieselListener> {
         DieselListener::connect(Arc::clone(&self.url)).await
-    }
-
-    /// A connection to the listener's URL, from a pool of its own that is dropped at once: the
-    /// connection closes when dropped, as it has no pool to return to.
-    async fn session(&self) -> Result<DieselConnection> {
-        let manager = Manager::from_config(
-            &*self.url,
-            Runtime::Tokio1,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::CustomFunction(Box::new(|_| Ok(()))),
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(1)
-            .runtime(Runtime::Tokio1)
-            .create_timeout(Some(POOL_TIMEOUT))
-            .build()
-            .map_err(|e| Error::InvalidConfig(format!("diesel session pool: {e}")))?;
-        let object = pool.get().await.map_err(pool_error)?;
-        Ok(DieselConnection::new(object, self.statements))
     }
 }

@@ -2,10 +2,10 @@
 
 use pgmill::Result;
 use pgmill::driver::Driver;
-use sqlx::{Connection as _, PgConnection, PgPool};
+use sqlx::PgPool;
 
 use crate::error::db_error;
-use crate::executor::{SqlxConnection, SqlxExecutor, SqlxSession};
+use crate::executor::{SqlxConnection, SqlxExecutor};
 use crate::listener::SqlxListener;
 
 /// How many listeners [`SqlxDriver::with_listener_url`]'s connections serve at once.
@@ -115,7 +115,6 @@ impl From<PgPool> for SqlxDriver {
 impl Driver for SqlxDriver {
     type Connection = SqlxConnection;
     type Listener = SqlxListener;
-    type Session = SqlxSession;
 
     async fn acquire(&self) -> Result<SqlxConnection> {
         let conn = SqlxExecutor::new(self.pool.acquire().await.map_err(db_error)?);
@@ -133,15 +132,5 @@ impl Driver for SqlxDriver {
 
     async fn listener(&self) -> Result<SqlxListener> {
         SqlxListener::connect(self.listener_pool.as_ref().unwrap_or(&self.pool)).await
-    }
-
-    /// A connection opened with the listener's connect options, outside every pool; its
-    /// statements are prepared and cached (it is a direct connection).
-    async fn session(&self) -> Result<SqlxSession> {
-        let pool = self.listener_pool.as_ref().unwrap_or(&self.pool);
-        let conn = PgConnection::connect_with(&pool.connect_options())
-            .await
-            .map_err(db_error)?;
-        Ok(SqlxExecutor::new(Box::new(conn)))
     }
 }

@@ -56,10 +56,6 @@ enum Statements {
 /// drop.
 pub type SqlxConnection = SqlxExecutor<PoolConnection<Postgres>>;
 
-/// A dedicated connection outside the pool, opened by
-/// [`SqlxDriver`](crate::SqlxDriver)'s `Driver::session`; closed when dropped.
-pub type SqlxSession = SqlxExecutor<Box<PgConnection>>;
-
 /// A transaction (or savepoint) opened by [`Executor::begin`] on one of this crate's executors.
 pub type SqlxTransaction<'t> = SqlxExecutor<sqlx::Transaction<'t, Postgres>>;
 

@@ -75,5 +75,5 @@ mod executor;
 mod listener;
 
 pub use driver::SqlxDriver;
-pub use executor::{PgConnectionExt, SqlxConnection, SqlxExecutor, SqlxSession, SqlxTransaction};
+pub use executor::{PgConnectionExt, SqlxConnection, SqlxExecutor, SqlxTransaction};
 pub use listener::SqlxListener;

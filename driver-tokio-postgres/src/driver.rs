@@ -132,7 +132,6 @@ impl fmt::Debug for TokioPostgresDriver {
 impl Driver for TokioPostgresDriver {
     type Connection = TokioPostgresConnection;
     type Listener = TokioPostgresListener;
-    type Session = TokioPostgresConnection;
 
     async fn acquire(&self) -> Result<TokioPostgresConnection> {
         let object = self.pool.get().await.map_err(pool_error)?;
@@ -150,24 +149,5 @@ impl Driver for TokioPostgresDriver {
 
     async fn listener(&self) -> Result<TokioPostgresListener> {
         TokioPostgresListener::connect(Arc::clone(&self.listener_config)).await
-    }
-
-    /// A connection to the listener's database, from a pool of its own that is dropped at once:
-    /// the connection keeps deadpool's prepared statement cache and closes when dropped, as it
-    /// has no pool to return to. Its statements are always prepared (it is a direct connection).
-    async fn session(&self) -> Result<TokioPostgresConnection> {
-        let manager = Manager::from_config(
-            Config::clone(&self.listener_config),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(1)
-            .build()
-            .map_err(|e| Error::InvalidConfig(format!("cannot build the session pool: {e}")))?;
-        let object = pool.get().await.map_err(pool_error)?;
-        Ok(TokioPostgresConnection::new(object, Statements::Cached))
     }
 }

@@ -160,14 +160,6 @@ macro_rules! __pooler_poll_only_cases {
 macro_rules! __conformance_cases {
     ([$($callback:tt)*] $($args:tt)*) => {
         $($callback)*! { $($args)*;
-            advisory {
-                two_clients_complete_every_job_exactly_once,
-                errors_retry_and_exhausted_attempts_discard, stop_unlocks_buffered_jobs_untouched,
-                a_killed_clients_jobs_are_taken_at_once,
-                a_terminated_locker_drops_in_flight_results_and_recovers,
-                cancel_stops_a_running_job, bulk_cancel_stops_a_running_job,
-                a_lock_budget_above_half_the_lock_table_is_refused,
-            }
             queue_names {
                 pausing_an_unknown_queue_is_an_error_unless_asked_to_create_it,
                 queue_name_check_applies_under_running_clients_and_keeps_bad_rows,

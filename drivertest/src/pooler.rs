@@ -39,7 +39,6 @@ impl<D: Driver> PollOnly<D> {
 impl<D: Driver> Driver for PollOnly<D> {
     type Connection = D::Connection;
     type Listener = NoListener;
-    type Session = D::Session;
 
     fn acquire(&self) -> impl Future<Output = Result<Self::Connection>> + Send {
         self.0.acquire()
@@ -55,9 +54,5 @@ impl<D: Driver> Driver for PollOnly<D> {
 
     async fn listener(&self) -> Result<NoListener> {
         Err(Error::Unsupported("the pooler runs without a listener"))
-    }
-
-    fn session(&self) -> impl Future<Output = Result<Self::Session>> + Send {
-        self.0.session()
     }
 }

@@ -116,14 +116,9 @@ impl Worker<Task> for ScriptedWorker {
 
 /// A client builder on the test's schema with intervals short enough for tests.
 pub fn test_client<D: Driver>(ctx: &TestContext<D>) -> ClientBuilder<D> {
-    test_client_on(ctx, ctx.driver.clone())
-}
-
-/// [`test_client`] on another driver to the test's database (a [`tagged_driver`], say).
-pub fn test_client_on<D: Driver>(ctx: &TestContext<D>, driver: D) -> ClientBuilder<D> {
     let mut completer = CompleterConfig::default();
     completer.linger = Duration::from_millis(1);
-    pgmill::Client::builder(driver)
+    pgmill::Client::builder(ctx.driver.clone())
         .schema(ctx.schema.clone())
         .poll_interval(Duration::from_millis(50))
         .completer(completer)

@@ -4,10 +4,8 @@
 -- client told by the caller) or delete. The caller narrows the states to those the action applies
 -- to. A unique job whose key another job holds now (a duplicate inserted after it finished) is
 -- not retried: it would be a second job under the key. Returns the batch's size and last id (the
--- next cursor), how many rows changed, the cancelled jobs whose clients must be told, with their
--- queues (the running ones marked for cancellation, and the available ones cancelled: a client of
--- the advisory-lock claim mode may be running one, its claim leaving the row available, as
--- job_cancel's caller assumes too), and the queues that got available jobs.
+-- next cursor), how many rows changed, the running jobs marked for cancellation with their queues,
+-- and the queues that got available jobs.
 -- $1: states (text), or NULL
 -- $2: queues, or NULL
 -- $3: kinds, or NULL
@@ -17,7 +15,7 @@
 -- $7: the action: retry, cancel or delete
 -- $8: the error recorded with a cancellation (a JSON object; its "at" is set to now())
 WITH batch AS (
-    SELECT j.id, j.state AS state_before
+    SELECT j.id
     FROM {schema}.pgmill_job AS j
     WHERE ($1::text[] IS NULL OR j.state::text = ANY($1::text[]))
         AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
@@ -67,8 +65,7 @@ cancelled AS (
     FROM batch
     WHERE $7::text = 'cancel' AND j.id = batch.id
         AND j.state IN ('available', 'scheduled', 'pending', 'retryable', 'running')
-    RETURNING j.id AS id, j.state::text AS state, batch.state_before::text AS state_before,
-        j.queue AS queue
+    RETURNING j.id AS id, j.state::text AS state, j.queue AS queue
 ),
 deleted AS (
     DELETE FROM {schema}.pgmill_job AS j
@@ -81,7 +78,7 @@ SELECT (SELECT count(*) FROM batch) AS num_matched,
     (SELECT count(*) FROM retried) + (SELECT count(*) FROM cancelled)
         + (SELECT count(*) FROM deleted) AS num_changed,
     coalesce((SELECT array_agg(c.id ORDER BY c.id) FROM cancelled AS c
-        WHERE c.state = 'running' OR c.state_before = 'available'), '{}') AS told_ids,
+        WHERE c.state = 'running'), '{}') AS running_ids,
     coalesce((SELECT array_agg(c.queue ORDER BY c.id) FROM cancelled AS c
-        WHERE c.state = 'running' OR c.state_before = 'available'), '{}') AS told_queues,
+        WHERE c.state = 'running'), '{}') AS running_queues,
     coalesce((SELECT array_agg(DISTINCT r.queue) FROM retried AS r), '{}') AS available_queues

@@ -135,10 +135,7 @@ impl<D: Driver> Client<D> {
         let mut tx = conn.begin().await?;
         let error = json!({"attempt": 0, "error": "cancelled by an operator", "panic": false});
         let job: Option<JobRow> = tx.query_opt(&job_cancel(self.schema(), id, error)).await?;
-        // A cancelled job may still be running in a client of the advisory-lock claim mode,
-        // whose claims leave the row available: tell it too.
-        let tell = |j: &&JobRow| matches!(j.state, JobState::Running | JobState::Cancelled);
-        if let Some(j) = job.as_ref().filter(tell) {
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Running) {
             let msg = ControlMessage::Cancel {
                 job_id: j.id,
                 queue: j.queue.clone(),
@@ -147,7 +144,7 @@ impl<D: Driver> Client<D> {
                 .await?;
         }
         tx.commit().await?;
-        if let Some(j) = job.as_ref().filter(tell)
+        if let Some(j) = job.as_ref().filter(|j| j.state == JobState::Running)
             && let Some(h) = self.inner.queues.get(&j.queue)
         {
             h.cancel_job(j.id);

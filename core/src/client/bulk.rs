@@ -46,9 +46,8 @@ impl<D: Driver> Client<D> {
     /// size ([`JobListParams::limit`], default 100), in id order after its cursor
     /// ([`JobListParams::after`]), among the jobs the action changes ([`BulkAction::states`]).
     /// Call it again with the batch's `next_cursor` until that is `None`; each batch commits on
-    /// its own. The clients of cancelled running jobs are told, and so are those of cancelled
-    /// available jobs (a client in [`ClaimMode::AdvisoryLock`](crate::ClaimMode) may be running
-    /// one), retried jobs wake the queues' producers, as the one-job methods do.
+    /// its own. Cancelled running jobs are told to their clients, retried jobs wake the queues'
+    /// producers, as the one-job methods do.
     ///
     /// # Examples
     ///
@@ -86,14 +85,12 @@ impl<D: Driver> Client<D> {
         let stmt = job_bulk(self.schema(), action, params, error);
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
         let row: JobBulkRow = if action == BulkAction::Cancel {
-            // The clients of the running jobs, and of the available ones (a client of the
-            // advisory-lock claim mode may be running one: its claim leaves the row available),
-            // are told in the transaction that cancels them, as `job_cancel` tells them.
+            // The running jobs' clients are told in the transaction that marks them.
             let mut tx = conn.begin().await?;
             let row = one_row(tx.query_opt(&stmt).await?)?;
-            if !row.told.is_empty() {
+            if !row.running.is_empty() {
                 let messages: Vec<serde_json::Value> = row
-                    .told
+                    .running
                     .iter()
                     .map(|(job_id, queue)| {
                         json!(ControlMessage::Cancel {
@@ -113,7 +110,7 @@ impl<D: Driver> Client<D> {
             })?)?
         };
         drop(conn);
-        for (id, queue) in &row.told {
+        for (id, queue) in &row.running {
             if let Some(h) = self.inner.queues.get(queue) {
                 h.cancel_job(*id);
             }

@@ -39,69 +39,6 @@ pub(crate) const DEFAULT_QUEUE_REFRESH_INTERVAL: Duration = Duration::from_secs(
 /// Most workers one queue may run at once.
 pub(crate) const MAX_WORKERS_PER_QUEUE: usize = 10_000;
 
-/// How a client's producers claim jobs: [`Config::claim_mode`].
-///
-/// Every client working a queue must use the same mode: a row-state claim does not see an
-/// advisory lock, so a job one client holds by lock could be claimed by a row-state client too.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ClaimMode {
-    /// A claim updates the job's row (`running`, attempt counted, client and fencing token
-    /// recorded) under `FOR UPDATE SKIP LOCKED`. Durable and replicated: it survives a crash
-    /// restart, a failover and a transaction-mode pooler, the rescuer recovers the jobs of dead
-    /// clients, and a job runs twice only when its client really died. The default.
-    #[default]
-    RowState,
-    /// Que's way, opt-in: a job is taken by a session-level `pg_try_advisory_lock` on its id,
-    /// held on one dedicated connection per client (the locker, opened with
-    /// [`Driver::session`](crate::driver::Driver::session) outside the pool, to the listener's
-    /// database) until its outcome is recorded, and the claim writes nothing to the row. The
-    /// completion counts the attempt, records its start and client, and finishes the job, fenced
-    /// on the row as the claim read it (still available, same attempt, same scheduled time); only
-    /// once it has committed does the locker unlock the job. It saves the claim's row write: about
-    /// half the WAL per job, and more jobs per second where the database's work per job is the
-    /// bottleneck (short jobs at high throughput, in a hand-written reference). **Measured in
-    /// pgmill itself it is not faster** (25,000 to 32,000 jobs/s against 32,600 to 37,000 for
-    /// row-state claims in the same invocation, at 100,000 and 1,000,000 queued:
-    /// `docs/advisory-locks.md`): use it only to experiment.
-    ///
-    /// **Hazards**, each measured in `docs/advisory-locks.md`:
-    ///
-    /// - *A lost session loses every claim.* The locks live only in the locker's server session.
-    ///   When its connection drops, the database crash-restarts or fails over, every job in flight
-    ///   (running or buffered) is at once takeable by any client, with nothing in its row to say it
-    ///   was taken. The client then treats all of them as lost: their workers are cancelled, their
-    ///   results dropped unrecorded (counted in [`ClientStats::lost_results`](crate::ClientStats))
-    ///   and logged, and it claims again on a new session. **Every job in flight at such an event
-    ///   may run twice**; a worker that does not stop when cancelled keeps running alongside the
-    ///   next one.
-    /// - *The shared lock table.* Advisory locks take entries of the server's one lock table,
-    ///   sized for `max_locks_per_transaction × (max_connections + max_prepared_transactions)`
-    ///   (6,400 at the defaults). A client holds at most its *lock budget*, twice the sum over
-    ///   its queues of `max_workers + prefetch` ([`Config::lock_budget`]); [`Client::start`]
-    ///   refuses a budget above half the table. The sum over every client of the server must stay
-    ///   well under it: once the table is full, no session can take any lock, and no new
-    ///   connection can even be opened (`out of shared memory`, SQLSTATE 53200).
-    /// - *No pooler.* A session-level lock belongs to a server connection: the locker must reach
-    ///   the database directly, never through a transaction-mode pooler (give the drivers a
-    ///   direct listener URL behind one).
-    /// - *Nothing in the table says a job is taken.* Its row stays `available` until the outcome
-    ///   is recorded: the rescuer has nothing to rescue (a dead client's locks vanish with its
-    ///   session, so its jobs are takeable at once), `attempted_by` and the attempt are written at
-    ///   completion, and the dashboard and [`Client::job_list`] show claimed jobs as available.
-    ///   An attempt is counted only when its outcome is recorded, so `max_attempts` does not bound
-    ///   attempts that died with their session. An operator's cancel finishes the job at once and
-    ///   tells its client, which stops the worker; the worker's late outcome changes nothing.
-    /// - *One key space.* The locks are taken on the job ids as `bigint` keys: an application's
-    ///   own session-level advisory locks on the same numbers in the same database collide with
-    ///   them.
-    ///
-    /// Retries, snoozes, discards, cancels, timeouts, stops, pauses and periodic jobs behave as in
-    /// the row-state mode; a job given back (a stop, a pause, a hard stop's interrupt) is simply
-    /// unlocked, its row untouched.
-    AdvisoryLock,
-}
-
 /// One queue a client works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -191,9 +128,6 @@ pub struct Config {
     /// Carries the inserting span's trace context to the spans of the job's attempts, through the
     /// job's metadata. Default `None`.
     pub trace_propagator: Option<Arc<dyn TracePropagator>>,
-    /// How producers claim jobs: by row state (default) or, opt-in and with the hazards
-    /// [`ClaimMode::AdvisoryLock`] lists, by advisory lock.
-    pub claim_mode: ClaimMode,
 }
 
 impl Default for Config {
@@ -224,25 +158,11 @@ impl Default for Config {
             supervisor_backoff: DEFAULT_SUPERVISOR_BACKOFF,
             metrics: None,
             trace_propagator: None,
-            claim_mode: ClaimMode::RowState,
         }
     }
 }
 
 impl Config {
-    /// The most advisory locks this client holds in [`ClaimMode::AdvisoryLock`]: for each queue,
-    /// its workers plus the prefetch buffer, twice over. A job's lock is held until its outcome
-    /// is committed, so besides the jobs running and buffered (at most workers plus prefetch) the
-    /// client holds those whose outcomes are on their way to the database; with room for only the
-    /// first, a producer waits for every flush before it claims again.
-    pub fn lock_budget(&self) -> usize {
-        2 * self
-            .queues
-            .values()
-            .map(|q| q.max_workers + self.prefetch)
-            .sum::<usize>()
-    }
-
     pub(crate) fn validate(&self, workers: &Workers) -> Result<()> {
         let invalid = |m: String| Err(Error::InvalidConfig(m));
         for (name, q) in &self.queues {
@@ -519,12 +439,6 @@ impl<D: Driver> ClientBuilder<D> {
     /// [`METRICS`](crate::middleware::METRICS)).
     pub fn metrics(mut self, metrics: MetricsConfig) -> Self {
         self.config.metrics = Some(metrics);
-        self
-    }
-
-    /// Sets how producers claim jobs (see [`ClaimMode`] and its hazards).
-    pub fn claim_mode(mut self, mode: ClaimMode) -> Self {
-        self.config.claim_mode = mode;
         self
     }
 

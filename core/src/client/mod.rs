@@ -10,7 +10,7 @@ mod config;
 mod health;
 mod shutdown;
 
-pub use config::{ClaimMode, ClientBuilder, Config, QueueConfig};
+pub use config::{ClientBuilder, Config, QueueConfig};
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -37,7 +37,6 @@ use crate::inserter::{InsertResult, Inserter, due_queues};
 use crate::job::JobState;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
-use crate::locker::{ClaimCheck, Locker};
 use crate::maintenance::{PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig};
 use crate::middleware::{JobMetrics, JobTracing, MetricsConfig, MiddlewareStack};
 use crate::migrator::{MigrateReport, Migrator};
@@ -59,12 +58,6 @@ pub struct ClientStats {
     pub superseded_results: u64,
     /// Completer flushes (UPDATE statements).
     pub completer_flushes: u64,
-    /// Jobs this client held by advisory lock when its locker lost its session
-    /// ([`ClaimMode::AdvisoryLock`]); each may run again elsewhere.
-    pub lost_claims: u64,
-    /// Outcomes dropped unrecorded because their advisory claim was lost with the locker's
-    /// session ([`ClaimMode::AdvisoryLock`]).
-    pub lost_results: u64,
 }
 
 /// A pgmill client: works its queues with its workers, and inserts and administers jobs.
@@ -99,7 +92,7 @@ struct ClientInner<D: Driver> {
     in_flight: Arc<InFlight>,
     /// Fencing tokens for this client's claims, unique over its whole life.
     claim_tokens: Arc<ClaimTokens>,
-    running: Mutex<Option<Running<D>>>,
+    running: Mutex<Option<Running>>,
     /// The shutdown under way or last done, which a later call joins (and hardens).
     stopping: std::sync::Mutex<Option<Stopping>>,
     /// What the components report for [`Client::health`].
@@ -117,13 +110,11 @@ struct Stopping {
 }
 
 /// The tasks of a started client.
-struct Running<D: Driver> {
+struct Running {
     producers: Vec<Service>,
     completer: Service,
     background: Vec<Service>,
     kill: CancellationToken,
-    /// The locker, in the advisory-lock claim mode.
-    locker: Option<Arc<Locker<D>>>,
 }
 
 impl<D: Driver> fmt::Debug for Client<D> {
@@ -259,8 +250,6 @@ impl<D: Driver> Client<D> {
             recorded_outcomes: s.recorded.load(Ordering::Relaxed),
             superseded_results: s.superseded.load(Ordering::Relaxed),
             completer_flushes: s.flushes.load(Ordering::Relaxed),
-            lost_claims: s.lost_claims.load(Ordering::Relaxed),
-            lost_results: s.lost_results.load(Ordering::Relaxed),
         }
     }
 
@@ -272,14 +261,9 @@ impl<D: Driver> Client<D> {
     /// rescuer, cleaners and periodic enqueuer. Every background loop but the completer runs under
     /// a supervisor that restarts it after a panic.
     ///
-    /// In the advisory-lock claim mode ([`ClaimMode::AdvisoryLock`]) it first opens the locker's
-    /// session and checks the lock budget against the server's lock table.
-    ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for bad maintenance settings, or a
-    /// lock budget above half the server's lock table in the advisory-lock claim mode; the
-    /// connection error when that mode's locker session cannot be opened.
+    /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for bad maintenance settings.
     pub async fn start(&self) -> Result<()> {
         let mut running = self.inner.running.lock().await;
         if running.is_some() {
@@ -292,26 +276,10 @@ impl<D: Driver> Client<D> {
         let inner = &self.inner;
         let cfg = &inner.config;
         let backoff = cfg.supervisor_backoff;
-        let locker = match cfg.claim_mode {
-            ClaimMode::RowState => None,
-            ClaimMode::AdvisoryLock if cfg.queues.is_empty() => None,
-            ClaimMode::AdvisoryLock => {
-                let locker = Arc::new(Locker::new(
-                    inner.driver.clone(),
-                    cfg.schema.clone(),
-                    inner.id.clone(),
-                    cfg.lock_budget(),
-                    inner.queues.clone(),
-                    Arc::clone(&inner.stats),
-                ));
-                locker.open().await?;
-                Some(locker)
-            }
-        };
         let (tx, rx) = mpsc::channel(cfg.completer.buffer);
         let completer = Service::new();
         let stopping = completer.token();
-        let mut batch_completer = BatchCompleter::new(
+        let batch_completer = BatchCompleter::new(
             inner.driver.clone(),
             cfg.schema.clone(),
             cfg.completer.clone(),
@@ -320,11 +288,8 @@ impl<D: Driver> Client<D> {
             Arc::clone(&inner.stats),
             inner.metrics.clone(),
         );
-        if let Some(locker) = &locker {
-            batch_completer = batch_completer.with_locker(Arc::clone(locker), inner.id.clone());
-        }
         completer.start(batch_completer.run(rx, stopping)).await;
-        let mut executor = JobExecutor::new(
+        let executor = Arc::new(JobExecutor::new(
             inner.workers.clone(),
             cfg.schema.clone(),
             Arc::clone(&cfg.retry_policy),
@@ -333,11 +298,7 @@ impl<D: Driver> Client<D> {
             JobTracing::new(cfg.trace_propagator.clone()),
             inner.middleware.clone(),
             inner.metrics.clone(),
-        );
-        if let Some(locker) = &locker {
-            executor = executor.with_claim_check(Arc::clone(locker) as Arc<dyn ClaimCheck>);
-        }
-        let executor = Arc::new(executor);
+        ));
         let producer_config = ProducerConfig {
             client_id: inner.id.clone(),
             fetch_limit: cfg.fetch_limit,
@@ -352,7 +313,7 @@ impl<D: Driver> Client<D> {
         let kill = CancellationToken::new();
         let mut producers = Vec::new();
         for (queue, q) in &cfg.queues {
-            let mut producer = Producer::new(
+            let producer = Producer::new(
                 inner.driver.clone(),
                 queue.clone(),
                 q.max_workers,
@@ -361,9 +322,6 @@ impl<D: Driver> Client<D> {
                 Arc::clone(&inner.queues[queue]),
                 Arc::clone(&inner.in_flight),
             );
-            if let Some(locker) = &locker {
-                producer = producer.with_locker(Arc::clone(locker));
-            }
             let service = Service::new();
             let (stop, kill) = (service.token(), kill.clone());
             service
@@ -400,7 +358,7 @@ impl<D: Driver> Client<D> {
                         .await,
                 );
             }
-            let mut heartbeat = Heartbeat::new(
+            let heartbeat = Heartbeat::new(
                 inner.driver.clone(),
                 cfg.schema.clone(),
                 inner.id.clone(),
@@ -410,9 +368,6 @@ impl<D: Driver> Client<D> {
                 last_beat,
                 Arc::clone(&inner.health),
             );
-            if let Some(locker) = &locker {
-                heartbeat = heartbeat.with_locker(Arc::clone(locker));
-            }
             background.push(
                 spawn_supervised("heartbeat", backoff, move |stop| {
                     heartbeat.clone().run(stop)
@@ -425,7 +380,6 @@ impl<D: Driver> Client<D> {
             completer,
             background,
             kill,
-            locker,
         });
         info!(client_id = %inner.id, queues = ?cfg.queues.keys().collect::<Vec<_>>(), "client started");
         Ok(())
@@ -530,7 +484,7 @@ impl<D: Driver> Client<D> {
 
     /// Starts stopping `running` on a task of its own, so that no caller giving up on the wait
     /// leaves the client half stopped.
-    fn begin_shutdown(&self, running: Running<D>) -> Stopping {
+    fn begin_shutdown(&self, running: Running) -> Stopping {
         let (done_tx, done) = watch::channel(false);
         let stopping = Stopping {
             kill: running.kill.clone(),
@@ -553,10 +507,6 @@ impl<D: Driver> Client<D> {
             // Every sender is gone once the producers' jobs ended: the completer drains and ends.
             running.completer.token().cancel();
             running.completer.join().await;
-            if let Some(locker) = &running.locker {
-                // Every outcome is recorded: whatever the session still holds goes with it.
-                locker.close().await;
-            }
             // Last: leadership (resigning), the notifier, and the heartbeat, which removes the
             // client's row only now that none of its jobs runs.
             for s in &running.background {

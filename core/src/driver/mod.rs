@@ -49,8 +49,6 @@ pub trait Driver: Clone + Send + Sync + 'static {
     type Connection: Executor + 'static;
     /// The dedicated notification connection type ([`NoListener`] when there is none).
     type Listener: Listener;
-    /// A dedicated session connection, outside the pool ([`Driver::session`]).
-    type Session: Executor + 'static;
 
     /// Checks a connection out of the pool.
     fn acquire(&self) -> impl Future<Output = Result<Self::Connection>> + Send;
@@ -72,17 +70,6 @@ pub trait Driver: Clone + Send + Sync + 'static {
     ///
     /// [`Error::Unsupported`] when the driver has no listener, or the connection error.
     fn listener(&self) -> impl Future<Output = Result<Self::Listener>> + Send;
-
-    /// Opens a dedicated session connection, outside the pool, to the database the listener
-    /// connects to (so behind a transaction-mode pooler, the direct URL given for the listener).
-    /// The engine keeps it for state that lives in one server session: the locks of the
-    /// advisory-lock claim mode ([`ClaimMode::AdvisoryLock`](crate::ClaimMode)). Dropping it
-    /// closes the connection, which ends the session and everything it holds.
-    ///
-    /// # Errors
-    ///
-    /// The connection error.
-    fn session(&self) -> impl Future<Output = Result<Self::Session>> + Send;
 }
 
 /// Runs statements on one connection or transaction.

@@ -93,23 +93,21 @@ pub(crate) struct JobBulkRow {
     pub(crate) num_matched: i64,
     pub(crate) last_id: Option<i64>,
     pub(crate) num_changed: i64,
-    /// Cancelled jobs whose clients the caller tells, with their queues: the running ones marked
-    /// for cancellation, and the available ones (a client of the advisory-lock claim mode may be
-    /// running one: its claim leaves the row available).
-    pub(crate) told: Vec<(JobId, String)>,
+    /// Running jobs marked for cancellation, with their queues (the caller tells their clients).
+    pub(crate) running: Vec<(JobId, String)>,
     /// Queues that got jobs available now (the caller wakes them).
     pub(crate) available_queues: Vec<String>,
 }
 
 impl FromRow for JobBulkRow {
     fn from_row(mut row: Row) -> Result<Self> {
-        let ids: Vec<i64> = row.take("told_ids")?;
-        let queues: Vec<String> = row.take("told_queues")?;
+        let ids: Vec<i64> = row.take("running_ids")?;
+        let queues: Vec<String> = row.take("running_queues")?;
         Ok(JobBulkRow {
             num_matched: row.take("num_matched")?,
             last_id: row.take("last_id")?,
             num_changed: row.take("num_changed")?,
-            told: ids.into_iter().map(JobId).zip(queues).collect(),
+            running: ids.into_iter().map(JobId).zip(queues).collect(),
             available_queues: row.take("available_queues")?,
         })
     }

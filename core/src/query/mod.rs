@@ -3,7 +3,6 @@
 
 mod client;
 mod job;
-mod job_advisory;
 mod job_bulk;
 mod job_summary;
 mod leader;
@@ -26,10 +25,6 @@ pub(crate) use job::{
     job_schedule, job_set_completed_many, job_set_state_if_running_many,
 };
 pub use job::{JobListPage, JobListParams};
-pub(crate) use job_advisory::{
-    AdvisoryClaim, LockerStatus, job_advisory_claim, job_advisory_complete_many,
-    job_advisory_get_locked, job_advisory_held, job_advisory_mark_running, job_advisory_unlock,
-};
 pub use job_bulk::{BulkAction, JobBatch};
 pub(crate) use job_bulk::{JobBulkRow, job_bulk, job_count};
 pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};

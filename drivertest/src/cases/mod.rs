@@ -3,7 +3,6 @@
 //! Cases panic on failure, like tests; [`conformance_suite!`](crate::conformance_suite) wraps each
 //! in a `#[tokio::test]`.
 
-pub mod advisory;
 pub mod client_admin;
 pub mod client_browse;
 pub mod client_bulk;
