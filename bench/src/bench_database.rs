@@ -16,6 +16,7 @@ use tokio_postgres::{AsyncMessage, Client, NoTls, Notification};
 use crate::bench_error::BenchError;
 use crate::bench_job::BenchJob;
 use crate::progress::Progress;
+use crate::stopwatch::{parent_pid, server_cpu_time};
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -35,6 +36,8 @@ pub(crate) struct BenchDatabase {
     cluster: Option<Cluster>,
     migrations: TokioPostgresDriver,
     admin: Client,
+    /// The server's postmaster, when it runs on this machine (its CPU time is then measured).
+    postmaster: Option<i32>,
     next_schema: AtomicU32,
 }
 
@@ -72,11 +75,13 @@ impl BenchDatabase {
         .map_err(|_| connect_timed_out())?
         .map_err(|e| BenchError::context("cannot connect to the database", BenchError::from(e)))?;
         let admin = raw_connect(&url).await?;
+        let postmaster = postmaster_pid(&admin).await;
         Ok(BenchDatabase {
             url,
             cluster,
             migrations,
             admin,
+            postmaster,
             next_schema: AtomicU32::new(0),
         })
     }
@@ -238,6 +243,7 @@ impl BenchDatabase {
         Ok(DbMark {
             wal_bytes: row.try_get(0)?,
             xid: row.try_get(1)?,
+            server_cpu: self.postmaster.and_then(server_cpu_time),
         })
     }
 
@@ -330,6 +336,8 @@ pub(crate) struct DbMark {
     pub(crate) wal_bytes: i64,
     /// The next transaction id (`txid_current()` of a fresh transaction).
     pub(crate) xid: i64,
+    /// CPU time of every server process so far, when the server runs on this machine.
+    pub(crate) server_cpu: Option<Duration>,
 }
 
 /// Counts of the benchmark jobs in a schema.
@@ -341,6 +349,22 @@ struct JobCounts {
     available: u64,
     completed: u64,
     first_attempt: u64,
+}
+
+/// The postmaster of the server `client` is connected to: its backend's parent, when that
+/// backend is a process of this machine (the same server: a backend on another machine has no
+/// `/proc` entry here, or one of an unrelated process whose parent is not a postgres).
+async fn postmaster_pid(client: &Client) -> Option<i32> {
+    let row = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .ok()?;
+    let backend: i32 = row.try_get(0).ok()?;
+    let comm = std::fs::read_to_string(format!("/proc/{backend}/comm")).ok()?;
+    if !comm.starts_with("postgres") {
+        return None;
+    }
+    parent_pid(backend)
 }
 
 /// Connects one tokio-postgres client and drives its connection in the background.

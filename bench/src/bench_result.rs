@@ -25,6 +25,9 @@ pub(crate) struct DbCost {
     pub(crate) wal_bytes_per_job: f64,
     /// Transactions that took a transaction id (wrote something) per job.
     pub(crate) xacts_per_job: f64,
+    /// CPU microseconds every server process spent per job (backends, WAL writer, checkpointer,
+    /// autovacuum), when the server runs on this machine.
+    pub(crate) server_cpu_us_per_job: Option<f64>,
 }
 
 impl DbCost {
@@ -34,6 +37,10 @@ impl DbCost {
         DbCost {
             wal_bytes_per_job: (after.wal_bytes - before.wal_bytes).max(0) as f64 / jobs,
             xacts_per_job: (after.xid - before.xid - 1).max(0) as f64 / jobs,
+            server_cpu_us_per_job: match (before.server_cpu, after.server_cpu) {
+                (Some(b), Some(a)) => Some(a.saturating_sub(b).as_secs_f64() * 1e6 / jobs),
+                _ => None,
+            },
         }
     }
 }
@@ -150,6 +157,12 @@ impl Figure {
                 xacts_per_job: median(
                     &db_costs.iter().map(|c| c.xacts_per_job).collect::<Vec<_>>(),
                 )?,
+                server_cpu_us_per_job: median(
+                    &db_costs
+                        .iter()
+                        .filter_map(|c| c.server_cpu_us_per_job)
+                        .collect::<Vec<_>>(),
+                ),
             }),
             Figure::Latency { .. } => None,
         }
@@ -247,6 +260,9 @@ impl BenchResult {
                 if let Some(c) = self.figure.db_cost() {
                     v["wal_bytes_per_job"] = json!(round(c.wal_bytes_per_job, 1));
                     v["xacts_per_job"] = json!(round(c.xacts_per_job, 3));
+                    if let Some(cpu) = c.server_cpu_us_per_job {
+                        v["server_cpu_us_per_job"] = json!(round(cpu, 2));
+                    }
                 }
             }
             Figure::Latency { percentiles: p, .. } => {
@@ -345,12 +361,13 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
             "MAX_MS",
             "CEILING_RATIO",
             "CPU_US/JOB",
+            "SRV_US/JOB",
             "WAL_B/JOB",
             "XACTS/JOB",
             "RUNS",
             "TARGET",
         ],
-        [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+        [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
     );
     for r in results {
         let (rate, lat) = match &r.figure {
@@ -401,6 +418,8 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
                 } => median(client_cpu_us_per_job).map_or(String::new(), |c| format!("{c:.1}")),
                 Figure::Latency { .. } => String::new(),
             },
+            cost.and_then(|c| c.server_cpu_us_per_job)
+                .map_or(String::new(), |c| format!("{c:.1}")),
             cost.map_or(String::new(), |c| format!("{:.0}", c.wal_bytes_per_job)),
             cost.map_or(String::new(), |c| format!("{:.3}", c.xacts_per_job)),
             r.figure.runs().to_string(),
@@ -442,6 +461,7 @@ mod tests {
                     db_cost: Some(DbCost {
                         wal_bytes_per_job: 100.0,
                         xacts_per_job: 0.5,
+                        server_cpu_us_per_job: Some(*e as f64),
                     }),
                 })
                 .collect(),
@@ -469,13 +489,24 @@ mod tests {
         let before = DbMark {
             wal_bytes: 1_000,
             xid: 10,
+            server_cpu: Some(ms(100)),
         };
         let after = DbMark {
             wal_bytes: 3_000,
             xid: 31,
+            server_cpu: Some(ms(300)),
         };
         let c = DbCost::between(&before, &after, 10);
         assert_eq!((c.wal_bytes_per_job, c.xacts_per_job), (200.0, 2.0));
+        assert_eq!(c.server_cpu_us_per_job, Some(20_000.0));
+        let remote = DbMark {
+            server_cpu: None,
+            ..after
+        };
+        assert_eq!(
+            DbCost::between(&before, &remote, 10).server_cpu_us_per_job,
+            None
+        );
     }
 
     #[test]
@@ -484,6 +515,10 @@ mod tests {
         assert_eq!(t.jobs_per_s(), Some(5000.0));
         assert_eq!(t.runs(), 3);
         assert_eq!(t.db_cost().map(|c| c.xacts_per_job), Some(0.5));
+        assert_eq!(
+            t.db_cost().and_then(|c| c.server_cpu_us_per_job),
+            Some(200.0)
+        );
         let l = Figure::from_runs(vec![
             Measurement::Latency(vec![ms(1), ms(2)]),
             Measurement::Latency(vec![ms(3), ms(4)]),

@@ -57,15 +57,72 @@ pub(crate) fn process_cpu_time() -> Option<Duration> {
         .map(|ticks| Duration::from_millis(ticks * 1000 / USER_HZ))
 }
 
-/// utime + stime (fields 14 and 15) of a `/proc/<pid>/stat` line. The command name (field 2) is in
-/// parentheses and may hold spaces, so fields are counted after its closing parenthesis.
-fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+/// CPU time the PostgreSQL server whose postmaster is `postmaster` has spent so far: the
+/// postmaster's own, that of its children that have exited (its `cutime` and `cstime`: backends of
+/// closed connections, finished autovacuum workers), and that of every child still running
+/// (backends, WAL writer, checkpointer, autovacuum). `None` where `/proc` cannot tell (a server
+/// on another machine).
+pub(crate) fn server_cpu_time(postmaster: i32) -> Option<Duration> {
+    let own = proc_stat(postmaster)?;
+    let mut ticks = own.utime + own.stime + own.cutime + own.cstime;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // A child may exit between the listing and the read: its time is then in cutime.
+        if let Some(child) = proc_stat(pid)
+            && child.ppid == postmaster
+        {
+            ticks += child.utime + child.stime;
+        }
+    }
+    Some(Duration::from_millis(ticks * 1000 / USER_HZ))
+}
+
+/// The parent of process `pid`, from `/proc/<pid>/stat`.
+pub(crate) fn parent_pid(pid: i32) -> Option<i32> {
+    proc_stat(pid).map(|s| s.ppid)
+}
+
+/// The fields of a `/proc/<pid>/stat` line this module reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ProcStat {
+    ppid: i32,
+    utime: u64,
+    stime: u64,
+    cutime: u64,
+    cstime: u64,
+}
+
+fn proc_stat(pid: i32) -> Option<ProcStat> {
+    parse_proc_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Fields 4 (ppid), 14-17 (utime, stime, cutime, cstime) of a `/proc/<pid>/stat` line. The
+/// command name (field 2) is in parentheses and may hold spaces, so fields are counted after its
+/// closing parenthesis.
+fn parse_proc_stat(stat: &str) -> Option<ProcStat> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // After the name, field 3 (state) is at index 0, so field k is at index k - 3.
-    let utime: u64 = fields.get(14 - 3)?.parse().ok()?;
-    let stime: u64 = fields.get(15 - 3)?.parse().ok()?;
-    Some(utime + stime)
+    let field = |k: usize| fields.get(k - 3)?.parse::<i64>().ok();
+    let ticks = |k: usize| field(k).and_then(|v| u64::try_from(v).ok());
+    Some(ProcStat {
+        ppid: i32::try_from(field(4)?).ok()?,
+        utime: ticks(14)?,
+        stime: ticks(15)?,
+        cutime: ticks(16)?,
+        cstime: ticks(17)?,
+    })
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line.
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    parse_proc_stat(stat).map(|s| s.utime + s.stime)
 }
 
 #[cfg(test)]
@@ -77,6 +134,21 @@ mod tests {
         let stat = "4242 (pg mill) S 1 4242 4242 0 -1 4194560 500 0 0 0 123 45 0 0 20 0 4 0";
         assert_eq!(parse_cpu_ticks(stat), Some(168));
         assert_eq!(parse_cpu_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn stat_fields_are_read_after_the_command_name() {
+        let stat = "4242 (post (gres)) S 17 4242 4242 0 -1 4194560 500 0 0 0 123 45 6 7 20 0 4 0";
+        assert_eq!(
+            parse_proc_stat(stat),
+            Some(ProcStat {
+                ppid: 17,
+                utime: 123,
+                stime: 45,
+                cutime: 6,
+                cstime: 7,
+            })
+        );
     }
 
     #[test]
