@@ -11,8 +11,10 @@
 //!   the insert, `COMMIT`), the shape of an application that enqueues inside its own transaction,
 //!   without notification.
 //! - w3: one fetcher claims 100 jobs per round trip (`WITH locked AS (SELECT ... FOR UPDATE SKIP
-//!   LOCKED LIMIT 100) UPDATE ... FROM locked RETURNING`) into a bounded channel of 200 (it claims again as soon as
-//!   there is room, so the workers never wait for a claim), `--workers` executor tasks take jobs
+//!   LOCKED LIMIT 100) UPDATE ... FROM locked RETURNING`), each claim starting after the last job
+//!   the previous one took (a keyset position, so a deep backlog's claims do not walk the dead
+//!   index entries of the jobs claimed before them), into a bounded channel of 200 (it claims
+//!   again as soon as there is room, so the workers never wait for a claim), `--workers` executor tasks take jobs
 //!   from it, and one completer marks finished jobs with one `UPDATE ... WHERE id = ANY($1)` per
 //!   batch of whatever is waiting (up to 2,000).
 //! - w4: the inserter's `INSERT` sends `pg_notify` in the same statement; a listening connection
@@ -118,6 +120,52 @@ fn claim_sql(schema: &Schema) -> String {
          RETURNING j.id, j.args",
         s = schema.quoted()
     )
+}
+
+/// w3's claim: as [`claim_sql`], but from a position in fetch order, `($2, $3, $4)` =
+/// `(priority, scheduled_at, id)` of the last job claimed, so the index scan starts there rather
+/// than at the head of the queue, where the entries of the jobs claimed since the last vacuum
+/// pile up (a fetcher alone on its queue, into which nothing is inserted behind it, needs no
+/// claim from the head). Returns the position columns with each job.
+fn claim_after_sql(schema: &Schema) -> String {
+    format!(
+        "WITH locked AS ( \
+           SELECT id FROM {s}.pgmill_job \
+           WHERE state = 'available' AND queue = 'default' AND scheduled_at <= now() \
+             AND (priority, scheduled_at, id) > ($2, $3, $4) \
+           ORDER BY priority, scheduled_at, id \
+           LIMIT $1 \
+           FOR UPDATE SKIP LOCKED) \
+         UPDATE {s}.pgmill_job AS j \
+         SET state = 'running', attempt = j.attempt + 1, attempted_at = now() \
+         FROM locked WHERE j.id = locked.id \
+         RETURNING j.id, j.args, j.priority, j.scheduled_at",
+        s = schema.quoted()
+    )
+}
+
+/// Where a positioned claim starts: `(priority, scheduled_at, id)` of the last job claimed, or
+/// before every job.
+type FetchPosition = (i16, chrono::DateTime<chrono::Utc>, i64);
+
+/// A claim from `position` that moves it to the last job claimed.
+async fn claim_after(
+    client: &Client,
+    stmt: &Statement,
+    limit: usize,
+    position: &mut FetchPosition,
+) -> Result<Vec<(i64, u64)>, BenchError> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = client
+        .query(stmt, &[&limit, &position.0, &position.1, &position.2])
+        .await?;
+    let mut jobs = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let at: FetchPosition = (row.try_get(2)?, row.try_get(3)?, row.try_get(0)?);
+        *position = (*position).max(at);
+        jobs.push(job_number(row)?);
+    }
+    Ok(jobs)
 }
 
 /// The completion of many jobs at once.
@@ -303,8 +351,13 @@ impl CeilingBench<'_> {
 
         let fetcher = self.db.connect().await?;
         let claim_stmt = fetcher
-            .prepare_typed(&claim_sql(schema), &[Type::INT8])
+            .prepare_typed(
+                &claim_after_sql(schema),
+                &[Type::INT8, Type::INT2, Type::TIMESTAMPTZ, Type::INT8],
+            )
             .await?;
+        // Before every job: priorities are never i16::MIN, so the time and id do not matter.
+        let mut position: FetchPosition = (i16::MIN, chrono::DateTime::UNIX_EPOCH, 0);
         let completer = self.db.connect().await?;
         let complete_stmt = completer
             .prepare_typed(&complete_sql(schema), &[Type::INT8_ARRAY])
@@ -343,7 +396,7 @@ impl CeilingBench<'_> {
         };
         let executors = spawn_executors(scenario.workers(), job_rx, done_tx, &ledger);
         loop {
-            let jobs = claim(&fetcher, &claim_stmt, CLAIM_BATCH).await?;
+            let jobs = claim_after(&fetcher, &claim_stmt, CLAIM_BATCH, &mut position).await?;
             let got = jobs.len();
             for job in jobs {
                 job_tx
