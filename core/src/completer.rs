@@ -31,10 +31,11 @@ use crate::engine_metrics::{FLUSH_OUTCOMES, FLUSH_SECONDS, MetricsSink, SUPERSED
 use crate::error::{Error, Result, with_timeout};
 use crate::event::{Event, EventSender};
 use crate::in_flight::InFlight;
-use crate::job::{JobId, JobRow};
+use crate::job::{JobId, JobRow, JobState};
 use crate::outcome::Outcome;
 use crate::query::{
-    SetStateParams, SetStateResult, job_set_completed_many, job_set_state_if_running_many,
+    CompletedRow, SetStateParams, SetStateResult, job_set_completed_many,
+    job_set_state_if_running_many,
 };
 use crate::schema::Schema;
 
@@ -221,15 +222,21 @@ impl<D: Driver> BatchCompleter<D> {
         batch: &[Completion],
         lease: &mut Option<ConnectionLease<D>>,
     ) -> Result<()> {
-        let params: Vec<SetStateParams> = batch.iter().map(|c| c.outcome.params(&c.job)).collect();
         // Plain successes of non-periodic jobs, the common case, take the lean statement.
         let plain = batch.iter().all(|c| {
             matches!(c.outcome, Outcome::Completed { .. })
                 && c.job.metadata.get("periodic").is_none()
         });
         let stmt = if plain {
-            job_set_completed_many(&self.schema, &params)
+            job_set_completed_many(
+                &self.schema,
+                batch
+                    .iter()
+                    .map(|c| (c.job.id, c.job.claim_token.unwrap_or(NO_CLAIM))),
+            )
         } else {
+            let params: Vec<SetStateParams> =
+                batch.iter().map(|c| c.outcome.params(&c.job)).collect();
             let available_within =
                 TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
             job_set_state_if_running_many(&self.schema, &params, available_within)
@@ -249,12 +256,16 @@ impl<D: Driver> BatchCompleter<D> {
                     Some(conn) => conn,
                     None => lease.insert(ConnectionLease::acquire(&self.driver).await?),
                 };
-                if want_rows {
+                if !want_rows {
+                    Ok((Vec::new(), conn.execute(&stmt).await?))
+                } else if plain {
+                    let rows: Vec<CompletedRow> = conn.query_as(&stmt).await?;
+                    let n = rows.len() as u64;
+                    Ok((completed_results(batch, rows), n))
+                } else {
                     let rows: Vec<SetStateResult> = conn.query_as(&stmt).await?;
                     let n = rows.len() as u64;
                     Ok((rows, n))
-                } else {
-                    Ok((Vec::new(), conn.execute(&stmt).await?))
                 }
             })
             .instrument(span.clone())
@@ -315,4 +326,22 @@ impl<D: Driver> BatchCompleter<D> {
         }
         Ok(())
     }
+}
+
+/// The new state of each job of `batch` the lean completion completed (`rows`): completed, at the
+/// attempt and with the schedule of the claim that ran it.
+fn completed_results(batch: &[Completion], rows: Vec<CompletedRow>) -> Vec<SetStateResult> {
+    let claims: HashMap<JobId, &JobRow> = batch.iter().map(|c| (c.job.id, &*c.job)).collect();
+    rows.into_iter()
+        .filter_map(|r| {
+            let job = claims.get(&r.id)?;
+            Some(SetStateResult {
+                id: r.id,
+                state: JobState::Completed,
+                attempt: job.attempt,
+                scheduled_at: job.scheduled_at,
+                finalized_at: Some(r.finalized_at),
+            })
+        })
+        .collect()
 }

@@ -284,7 +284,7 @@ macro_rules! __conformance_cases {
                 lost_claim_is_reasserted_with_its_token_and_its_outcome_lands,
                 claim_that_ended_on_this_database_is_not_reasserted,
                 a_lost_jobs_id_handed_out_again_is_not_taken_over_by_its_claim,
-                every_claim_has_a_token_of_its_own,
+                every_claim_has_a_token_of_its_own, attempted_by_keeps_the_last_ten_clients,
                 version_1_claims_survive_the_upgrade_and_are_fenced_from_version_2_outcomes,
             }
             client_admin {

@@ -4,6 +4,7 @@
 -- Returns only what differs between the jobs it claims: every one is running, in queue $1, under
 -- token $4, with no finalized_at (the client fills those in rather than decoding them from every
 -- row).
+-- attempted_by keeps the last ten clients: appended in place while shorter, trimmed only beyond.
 -- $1: queue
 -- $2: how many jobs at most
 -- $3: id of the client claiming them
@@ -20,7 +21,10 @@ UPDATE {schema}.pgmill_job AS j
 SET state = 'running',
     attempt = j.attempt + 1,
     attempted_at = now(),
-    attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text,
+    attempted_by = CASE
+        WHEN cardinality(j.attempted_by) < 10 THEN array_append(j.attempted_by, $3::text)
+        ELSE j.attempted_by[cardinality(j.attempted_by) - 8:] || $3::text
+    END,
     claim_token = $4::bigint
 FROM locked
 WHERE j.id = locked.id

@@ -6,6 +6,7 @@
 -- so it is not this client's any more, even in the moment before the completer forgets it. A row
 -- is the claimed job only if it was created when the job was: a promoted replica that lost the
 -- job's insert hands the same id out again to a later job, which must not take the claim over.
+-- attempted_by keeps the last ten clients: appended in place while shorter, trimmed only beyond.
 -- $1: job ids this client is running
 -- $2: the attempt it is running for each
 -- $3: this client's id
@@ -20,7 +21,10 @@ WITH mine AS (
 reasserted AS (
     UPDATE {schema}.pgmill_job AS j
     SET state = 'running', attempt = mine.attempt, attempted_at = mine.attempted_at,
-        attempted_by = j.attempted_by[greatest(cardinality(j.attempted_by) - 8, 1):] || $3::text,
+        attempted_by = CASE
+        WHEN cardinality(j.attempted_by) < 10 THEN array_append(j.attempted_by, $3::text)
+        ELSE j.attempted_by[cardinality(j.attempted_by) - 8:] || $3::text
+    END,
         claim_token = mine.claim_token
     FROM mine
     WHERE j.id = mine.id AND j.created_at = mine.created_at AND j.state = 'available'

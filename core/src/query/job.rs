@@ -297,17 +297,32 @@ pub(crate) fn job_set_state_if_running_many(
 }
 
 /// The lean statement for a batch of plain completions of non-periodic jobs (fenced alike).
-pub(crate) fn job_set_completed_many(schema: &Schema, params: &[SetStateParams]) -> Statement {
+/// A row `job_set_completed_many` completed: every one is completed at the attempt and with the
+/// schedule of the claim that ran it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CompletedRow {
+    pub(crate) id: JobId,
+    pub(crate) finalized_at: DateTime<Utc>,
+}
+
+impl FromRow for CompletedRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(CompletedRow {
+            id: JobId(row.take("id")?),
+            finalized_at: row.take("finalized_at")?,
+        })
+    }
+}
+
+/// Completes the claims `(id, fencing token)`.
+pub(crate) fn job_set_completed_many(
+    schema: &Schema,
+    claims: impl Iterator<Item = (JobId, i64)> + Clone,
+) -> Statement {
     schema
         .statement(Query::JobSetCompletedMany)
-        .bind(params.iter().map(|p| p.id.0).collect::<Vec<_>>())
-        .bind(
-            params
-                .iter()
-                .map(|p| i64::from(p.attempt))
-                .collect::<Vec<_>>(),
-        )
-        .bind(params.iter().map(|p| p.claim_token).collect::<Vec<_>>())
+        .bind(claims.clone().map(|(id, _)| id.0).collect::<Vec<_>>())
+        .bind(claims.map(|(_, token)| token).collect::<Vec<_>>())
 }
 
 pub(crate) fn job_get_by_id(schema: &Schema, id: JobId) -> Statement {

@@ -67,9 +67,11 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
                 1 if run.attempt == 1 => Err(JobError::retry("once")),
                 2 => Err(JobError::discard("bad input")),
                 3 => {
-                    // A newer attempt took the job over: this attempt's outcome is superseded.
+                    // A newer claim took the job over (its attempt and its own fencing token):
+                    // this attempt's outcome is superseded.
                     let bump = Statement::new(schema.render(
-                        "UPDATE {schema}.pgmill_job SET attempt = attempt + 1 WHERE id = $1::bigint",
+                        "UPDATE {schema}.pgmill_job SET attempt = attempt + 1, \
+                         claim_token = claim_token + 1 WHERE id = $1::bigint",
                     ))
                     .bind(run.id.0);
                     let mut conn = driver.acquire().await.expect("a connection");

@@ -297,6 +297,42 @@ pub async fn a_lost_jobs_id_handed_out_again_is_not_taken_over_by_its_claim<H: H
     another_client_runs_it_and_the_held_outcome_is_dropped(&ctx, a, &gate, job_id).await;
 }
 
+/// A claim appends its client to `attempted_by`, which keeps the last ten: a short history grows
+/// by one, a long one keeps its last nine entries and the claim's client.
+pub async fn attempted_by_keeps_the_last_ten_clients<H: Harness>() {
+    let ctx = migrated::<H>().await;
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(ScriptedWorker::ok())
+        .build()
+        .unwrap();
+    let long = client.insert(Task { n: 1 }).await.unwrap().id;
+    let short = client.insert(Task { n: 2 }).await.unwrap().id;
+    let history = |n: usize| (1..=n).map(|i| format!("c{i}")).collect::<Vec<_>>();
+    ctx.script(&ctx.schema.render(&format!(
+        "UPDATE {{schema}}.pgmill_job SET attempted_by = ARRAY['{long_history}'] WHERE id = {long};\
+         UPDATE {{schema}}.pgmill_job SET attempted_by = ARRAY['{short_history}'] WHERE id = {short};",
+        long_history = history(12).join("','"),
+        short_history = history(2).join("','"),
+        long = long.0,
+        short = short.0,
+    )))
+    .await;
+    client.start().await.unwrap();
+    wait_for("both completed", async || {
+        count_in(&ctx, JobState::Completed).await == 2
+    })
+    .await;
+    client.stop().await;
+    let me = client.id().to_owned();
+    let mut expected_long = history(12).split_off(3);
+    expected_long.push(me.clone());
+    assert_eq!(job(&client, long).await.attempted_by, expected_long);
+    let mut expected_short = history(2);
+    expected_short.push(me);
+    assert_eq!(job(&client, short).await.attempted_by, expected_short);
+}
+
 /// Every claim carries a token of its own (the jobs of one fetch share it), also two claims of one
 /// job under one attempt number: jobs that ran, were interrupted by a hard stop (their attempt
 /// given back) and ran again.
@@ -391,7 +427,6 @@ pub async fn version_1_claims_survive_the_upgrade_and_are_fenced_from_version_2_
                 "../../../core/sql/job/job_set_completed_many.sql"
             ))
             .bind(vec![v1_job.id.0])
-            .bind(vec![1_i64])
             .bind(vec![12_345_i64]),
         )
         .await
