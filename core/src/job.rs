@@ -167,70 +167,81 @@ pub struct JobRow {
 
 impl FromRow for JobRow {
     fn from_row(row: Row) -> Result<Self> {
-        JobRow::decode(row, None)
+        JobRow::decode(row)
     }
 }
 
 impl JobRow {
     /// Decodes a row of a claim (`job_get_available*.sql`), which leaves out what every job it
-    /// claims has in common: state `running`, no `finalized_at`, the claim's `queue` and fencing
-    /// `token`.
-    pub(crate) fn from_claimed_row(row: Row, queue: &str, token: i64) -> Result<Self> {
-        JobRow::decode(row, Some((queue, token)))
-    }
-
-    /// Decodes a whole row, or a claimed one (`claimed_in` its queue and token).
-    fn decode(mut row: Row, claimed_in: Option<(&str, i64)>) -> Result<Self> {
+    /// claims has in common (state `running`, no `finalized_at`, the claim's `queue` and fencing
+    /// `token`) and returns NULL for columns at their usual value: empty `metadata`, `errors` and
+    /// `tags`, and an `attempted_by` that names only the claiming `client`.
+    pub(crate) fn from_claimed_row(
+        mut row: Row,
+        queue: &str,
+        token: i64,
+        client: &str,
+    ) -> Result<Self> {
         // Read in the column order of the statements (`Row::take` looks from the last column).
-        let id = JobId(row.take("id")?);
-        let (state, queue) = match claimed_in {
-            Some((queue, _)) => (JobState::Running, queue.to_owned()),
-            None => (row.take::<String>("state")?.parse()?, row.take("queue")?),
-        };
-        let kind = row.take("kind")?;
-        let args = row.take("args")?;
-        let metadata = row.take("metadata")?;
-        let priority = row.take("priority")?;
-        let attempt = row.take("attempt")?;
-        let max_attempts = row.take("max_attempts")?;
-        let attempted_at = row.take("attempted_at")?;
-        let attempted_by = row.take("attempted_by")?;
-        let created_at = row.take("created_at")?;
-        let scheduled_at = row.take("scheduled_at")?;
-        let finalized_at = match claimed_in {
-            Some(_) => None,
-            None => row.take("finalized_at")?,
-        };
-        let errors: Vec<serde_json::Value> = row.take("errors")?;
-        let errors = errors
-            .into_iter()
-            .map(|e| {
-                serde_json::from_value(e).map_err(|e| Error::decode("job error", e.to_string()))
-            })
-            .collect::<Result<_>>()?;
         Ok(JobRow {
-            id,
-            state,
-            queue,
-            kind,
-            args,
-            metadata,
-            priority,
-            attempt,
-            max_attempts,
-            attempted_at,
-            attempted_by,
-            created_at,
-            scheduled_at,
-            finalized_at,
-            errors,
-            tags: row.take("tags")?,
-            claim_token: match claimed_in {
-                Some((_, token)) => Some(token),
-                None => row.take("claim_token")?,
-            },
+            id: JobId(row.take("id")?),
+            state: JobState::Running,
+            queue: queue.to_owned(),
+            kind: row.take("kind")?,
+            args: row.take("args")?,
+            metadata: row
+                .take::<Option<serde_json::Value>>("metadata")?
+                .unwrap_or_else(empty_object),
+            priority: row.take("priority")?,
+            attempt: row.take("attempt")?,
+            max_attempts: row.take("max_attempts")?,
+            attempted_at: row.take("attempted_at")?,
+            attempted_by: row
+                .take::<Option<Vec<String>>>("attempted_by")?
+                .unwrap_or_else(|| vec![client.to_owned()]),
+            created_at: row.take("created_at")?,
+            scheduled_at: row.take("scheduled_at")?,
+            finalized_at: None,
+            errors: attempt_errors(row.take::<Option<_>>("errors")?.unwrap_or_default())?,
+            tags: row.take::<Option<_>>("tags")?.unwrap_or_default(),
+            claim_token: Some(token),
         })
     }
+
+    /// Decodes a whole row.
+    fn decode(mut row: Row) -> Result<Self> {
+        // Read in the column order of the statements (`Row::take` looks from the last column).
+        Ok(JobRow {
+            id: JobId(row.take("id")?),
+            state: row.take::<String>("state")?.parse()?,
+            queue: row.take("queue")?,
+            kind: row.take("kind")?,
+            args: row.take("args")?,
+            metadata: row.take("metadata")?,
+            priority: row.take("priority")?,
+            attempt: row.take("attempt")?,
+            max_attempts: row.take("max_attempts")?,
+            attempted_at: row.take("attempted_at")?,
+            attempted_by: row.take("attempted_by")?,
+            created_at: row.take("created_at")?,
+            scheduled_at: row.take("scheduled_at")?,
+            finalized_at: row.take("finalized_at")?,
+            errors: attempt_errors(row.take("errors")?)?,
+            tags: row.take("tags")?,
+            claim_token: row.take("claim_token")?,
+        })
+    }
+}
+
+fn empty_object() -> serde_json::Value {
+    serde_json::Value::Object(serde_json::Map::new())
+}
+
+fn attempt_errors(errors: Vec<serde_json::Value>) -> Result<Vec<AttemptError>> {
+    errors
+        .into_iter()
+        .map(|e| serde_json::from_value(e).map_err(|e| Error::decode("job error", e.to_string())))
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use pgmill::Result;
-use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, decode_result, interval};
+use pgmill::driver::{
+    ColumnType, PgType, Row, Statement, Value, decode_result, decode_values, interval,
+};
 use sqlx::error::BoxDynError;
 use sqlx::postgres::types::PgInterval;
 use sqlx::postgres::{PgArguments, PgRow, PgValueRef};
@@ -93,19 +95,15 @@ pub(crate) fn decode_rows(rows: &[PgRow]) -> Result<Vec<Row>> {
         rows,
         |row| row.columns().iter().map(|c| c.name()),
         |row| {
-            types
-                .iter()
-                .enumerate()
-                .map(|(i, ty)| {
-                    let raw = row.try_get_raw(i).map_err(db_error)?;
-                    // The type's name only for an error: naming it for every value was an
-                    // allocation per column of every row.
-                    decode_value(*ty, raw).map_err(|e| {
-                        let column = row.column(i);
-                        column_error(column.name(), column.type_info().name(), e)
-                    })
+            decode_values(types.len(), |i| {
+                let raw = row.try_get_raw(i).map_err(db_error)?;
+                // The type's name only for an error: naming it for every value was an
+                // allocation per column of every row.
+                decode_value(types[i], raw).map_err(|e| {
+                    let column = row.column(i);
+                    column_error(column.name(), column.type_info().name(), e)
                 })
-                .collect()
+            })
         },
     )
 }

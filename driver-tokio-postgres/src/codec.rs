@@ -6,7 +6,9 @@ use std::error::Error as StdError;
 use bytes::BytesMut;
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use pgmill::Result;
-use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, decode_result, interval};
+use pgmill::driver::{
+    ColumnType, PgType, Row, Statement, Value, decode_result, decode_values, interval,
+};
 use postgres_types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
 use crate::error::codec_error;
@@ -129,7 +131,7 @@ pub(crate) fn decode_rows(rows: &[tokio_postgres::Row]) -> Result<Vec<Row>> {
     decode_result(
         rows,
         |row| row.columns().iter().map(|c| c.name()),
-        |row| (0..row.len()).map(|i| decode_column(row, i)).collect(),
+        |row| decode_values(row.len(), |i| decode_column(row, i)),
     )
 }
 

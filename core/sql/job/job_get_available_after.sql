@@ -6,7 +6,9 @@
 -- until the next claim from the head.
 -- Returns only what differs between the jobs it claims: every one is running, in queue $1, under
 -- token $4, with no finalized_at (the client fills those in rather than decoding them from every
--- row).
+-- row). Columns at their usual value come back NULL, which the client reads as that value
+-- without decoding it: metadata and errors and tags when empty, attempted_by when it names only
+-- this claim's client $3.
 -- attempted_by keeps the last ten clients: appended in place while shorter, trimmed only beyond.
 -- $1: queue
 -- $2: how many jobs at most
@@ -35,7 +37,10 @@ SET state = 'running',
     claim_token = $4::bigint
 FROM locked
 WHERE j.id = locked.id
-RETURNING j.id AS id, j.kind AS kind, j.args AS args, j.metadata AS metadata,
+RETURNING j.id AS id, j.kind AS kind, j.args AS args,
+    nullif(j.metadata, '{}'::jsonb) AS metadata,
     j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
-    j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
-    j.scheduled_at AS scheduled_at, j.errors AS errors, j.tags AS tags
+    j.attempted_at AS attempted_at,
+    CASE WHEN cardinality(j.attempted_by) > 1 THEN j.attempted_by END AS attempted_by,
+    j.created_at AS created_at, j.scheduled_at AS scheduled_at,
+    nullif(j.errors, '{}') AS errors, nullif(j.tags, '{}') AS tags

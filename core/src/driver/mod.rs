@@ -26,7 +26,8 @@ mod value;
 use std::future::Future;
 
 pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
-pub use row::{FromRow, Row, decode_result};
+pub(crate) use row::rows_as;
+pub use row::{FromRow, Row, decode_result, decode_values};
 pub use statement::{CopyIn, CopyRowWriter, Statement, copy_target};
 pub use value::{FromValue, IntoValue, PgType, Value};
 
@@ -140,13 +141,7 @@ pub trait Executor: Send {
         &mut self,
         stmt: &Statement,
     ) -> impl Future<Output = Result<Vec<T>>> + Send {
-        async move {
-            self.query(stmt)
-                .await?
-                .into_iter()
-                .map(T::from_row)
-                .collect()
-        }
+        async move { row::rows_as(self.query(stmt).await?, T::from_row) }
     }
 
     /// Runs a statement and decodes its first row as `T`, if there is one.
@@ -226,7 +221,7 @@ pub trait BlockingExecutor {
     ///
     /// The database error, or [`Error::Decode`].
     fn query_as<T: FromRow>(&mut self, stmt: &Statement) -> Result<Vec<T>> {
-        self.query(stmt)?.into_iter().map(T::from_row).collect()
+        row::rows_as(self.query(stmt)?, T::from_row)
     }
 
     /// Runs a statement and decodes its first row as `T`, if there is one.

@@ -59,6 +59,11 @@ impl Row {
     /// The position of column `name`, searched from just after the last one found.
     fn index(&mut self, name: &str) -> Result<usize> {
         let n = self.columns.len();
+        // The usual case: the column after the last one found.
+        if self.next < n && self.columns[self.next] == name {
+            self.next += 1;
+            return Ok(self.next - 1);
+        }
         let start = self.next.min(n);
         let i = (start..n)
             .chain(0..start)
@@ -114,10 +119,45 @@ where
         return Ok(Vec::new());
     };
     let columns: Arc<[String]> = names(first).into_iter().map(str::to_owned).collect();
-    rows.iter()
-        .map(values)
-        .map(|values| Ok(Row::new(Arc::clone(&columns), values?)))
-        .collect()
+    let mut decoded = Vec::with_capacity(rows.len());
+    for row in rows.iter().map(values) {
+        decoded.push(Row::new(Arc::clone(&columns), row?));
+    }
+    Ok(decoded)
+}
+
+/// Decodes every row as `T`, into a vector of exactly their number.
+///
+/// # Errors
+///
+/// The first decoding error.
+pub(crate) fn rows_as<T>(
+    rows: Vec<Row>,
+    mut decode: impl FnMut(Row) -> Result<T>,
+) -> Result<Vec<T>> {
+    let mut decoded = Vec::with_capacity(rows.len());
+    for row in rows {
+        decoded.push(decode(row)?);
+    }
+    Ok(decoded)
+}
+
+/// Decodes the `width` values of one row, in column order, into a vector of exactly that size
+/// (collecting fallible decodes straight into a `Vec` cannot see the length, so it grows the
+/// vector two or three times per row).
+///
+/// # Errors
+///
+/// The first error `column` returns.
+pub fn decode_values(
+    width: usize,
+    mut column: impl FnMut(usize) -> Result<Value>,
+) -> Result<Vec<Value>> {
+    let mut values = Vec::with_capacity(width);
+    for i in 0..width {
+        values.push(column(i)?);
+    }
+    Ok(values)
 }
 
 /// A row shape core decodes query results into.
@@ -152,6 +192,9 @@ mod tests {
         assert_eq!(rows[1].get::<i64>("n").unwrap(), 2);
         assert!(std::ptr::eq(rows[0].columns(), rows[1].columns()));
         let none: [(); 0] = [];
+        let values = decode_values(13, |i| Ok(Value::Int8(i as i64))).unwrap();
+        assert_eq!((values.len(), values.capacity()), (13, 13));
+        assert!(decode_values(2, |_| Err(Error::decode("x", "bad"))).is_err());
         assert!(
             decode_result(&none, |_| ["x"], |_| Ok(vec![]))
                 .unwrap()

@@ -5,7 +5,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::micros;
 use crate::catalog::Query;
-use crate::driver::{CopyIn, Executor, FromRow, Row, Statement};
+use crate::driver::{CopyIn, Executor, FromRow, Row, Statement, rows_as};
 use crate::error::Result;
 use crate::in_flight::HeldClaim;
 use crate::inserter::InsertResult;
@@ -219,12 +219,9 @@ pub(crate) async fn job_get_available<E: Executor>(
     if let Some((priority, scheduled_at, id)) = after {
         stmt = stmt.bind(priority).bind(scheduled_at).bind(id.0);
     }
-    let mut jobs = exec
-        .query(&stmt)
-        .await?
-        .into_iter()
-        .map(|row| JobRow::from_claimed_row(row, queue, claim_token))
-        .collect::<Result<Vec<_>>>()?;
+    let mut jobs = rows_as(exec.query(&stmt).await?, |row| {
+        JobRow::from_claimed_row(row, queue, claim_token, client_id)
+    })?;
     // RETURNING has no order; run in fetch order.
     jobs.sort_by_key(|j| (j.priority, j.scheduled_at, j.id));
     Ok(jobs)

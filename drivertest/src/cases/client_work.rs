@@ -628,3 +628,75 @@ pub async fn job_inserted_behind_the_claim_position_is_not_left_for_last<H: Harn
         order.len()
     );
 }
+
+/// Records the row each attempt was handed.
+#[derive(Clone, Default)]
+struct RowRecorder {
+    rows: Arc<std::sync::Mutex<Vec<pgmill::JobRow>>>,
+}
+
+impl Worker<Task> for RowRecorder {
+    async fn work(&self, job: &Job<Task>) -> Result<(), JobError> {
+        self.rows.lock().unwrap().push(job.row().clone());
+        Ok(())
+    }
+}
+
+/// The row a worker is handed is the row as claimed in the table, column for column, whether its
+/// metadata, tags, errors and earlier attempts are empty (the claim leaves those out) or not.
+pub async fn a_claimed_row_is_the_row_as_stored<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let recorder = RowRecorder::default();
+    let client = test_client(&ctx)
+        .queue("default", 4)
+        .worker(recorder.clone())
+        .build()
+        .unwrap();
+    let plain = client.insert(Task { n: 1 }).await.unwrap().id;
+    let tagged = client
+        .insert_with(
+            Task { n: 2 },
+            InsertOpts::new()
+                .metadata(json!({"team": "ops", "n": [1, 2]}))
+                .tags(["a", "b"]),
+        )
+        .await
+        .unwrap()
+        .id;
+    let retried = client.insert(Task { n: 3 }).await.unwrap().id;
+    // A job attempted before by two other clients, with one error recorded.
+    ctx.script(&ctx.schema.render(&format!(
+        "UPDATE {{schema}}.pgmill_job SET attempt = 1, attempted_by = ARRAY['old-1', 'old-2'], \
+         errors = ARRAY[jsonb_build_object('attempt', 1, 'at', now(), 'error', 'boom', \
+         'panic', false)] WHERE id = {};",
+        retried.0
+    )))
+    .await;
+    client.start().await.unwrap();
+    wait_for("three completed", async || {
+        count_in(&ctx, JobState::Completed).await == 3
+    })
+    .await;
+    client.stop().await;
+    let rows = recorder.rows.lock().unwrap().clone();
+    assert_eq!(rows.len(), 3);
+    for claimed in rows {
+        let mut stored = client.job_get(claimed.id).await.unwrap().unwrap();
+        // What the completion changed since the claim.
+        assert_eq!(stored.state, JobState::Completed);
+        stored.state = JobState::Running;
+        stored.finalized_at = None;
+        stored.claim_token = claimed.claim_token;
+        assert_eq!(claimed, stored, "job {}", claimed.id);
+    }
+    let me = client.id().to_owned();
+    for (id, mut expected) in [
+        (plain, vec![]),
+        (tagged, vec![]),
+        (retried, vec!["old-1".to_owned(), "old-2".to_owned()]),
+    ] {
+        expected.push(me.clone());
+        let stored = client.job_get(id).await.unwrap().unwrap();
+        assert_eq!(stored.attempted_by, expected, "job {id}");
+    }
+}
