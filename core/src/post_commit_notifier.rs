@@ -6,12 +6,17 @@
 //! transactions. When pgmill commits the insert itself, the notification can follow the commit as
 //! a separate statement instead, which never holds back the insert's commit. Queues to announce
 //! are handed to one task per client that sends them in one statement and coalesces whatever
-//! arrives meanwhile: at most one notification statement is in flight per client. At low insert
-//! rates every insert is announced at once (idle workers start it within milliseconds); at high
-//! rates notifications merge to one per round trip, and the inserting call never waits for them.
+//! arrives meanwhile: at most one notification statement is in flight per client, and one starts
+//! no sooner than [`MIN_INTERVAL`] after the last one started. An insert after a quiet moment is
+//! announced at once (idle workers start it within milliseconds); during a burst the inserts
+//! committed meanwhile are announced together, at most [`MIN_INTERVAL`] after their commit, so a
+//! client inserting thousands of jobs a second sends a couple of hundred notifications, not one
+//! per round trip (each is a statement and a commit that take a connection, and on diesel two
+//! hops to the blocking pool). The inserting call never waits for them.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tracing::debug;
@@ -21,6 +26,9 @@ use crate::driver::{Driver, Executor};
 use crate::error::with_timeout;
 use crate::query::job_notify_insert;
 use crate::schema::Schema;
+
+/// The least time between the starts of two notification statements of one client.
+pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(5);
 
 /// Sends insert notifications after commits, coalesced, from a task started on first use.
 pub(crate) struct PostCommitNotifier<D: Driver> {
@@ -52,7 +60,13 @@ impl<D: Driver> PostCommitNotifier<D> {
 }
 
 async fn send_loop<D: Driver>(driver: D, schema: Schema, mut rx: mpsc::UnboundedReceiver<String>) {
+    let mut last_sent: Option<tokio::time::Instant> = None;
     while let Some(first) = rx.recv().await {
+        if let Some(last) = last_sent {
+            // Whatever else commits meanwhile goes out with this one.
+            tokio::time::sleep_until(last + MIN_INTERVAL).await;
+        }
+        last_sent = Some(tokio::time::Instant::now());
         let mut queues = BTreeSet::from([first]);
         while let Ok(q) = rx.try_recv() {
             queues.insert(q);

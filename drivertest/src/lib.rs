@@ -229,6 +229,7 @@ macro_rules! __conformance_cases {
                 notifications_are_debounced_and_skip_future_jobs,
                 losing_the_listener_mid_run_recovers, poll_only_mode_works_by_polling,
                 client_committed_inserts_are_each_announced,
+                a_burst_of_client_committed_inserts_is_announced_in_few_notifications,
                 rolled_back_insert_leaves_the_next_commit_its_wake_up,
                 interleaved_transactions_each_get_a_wake_up,
             }

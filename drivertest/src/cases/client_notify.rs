@@ -235,8 +235,9 @@ pub async fn poll_only_mode_works_by_polling<H: Harness>() {
     assert_eq!(worker.total_runs(), 5);
 }
 
-/// Inserts the client commits itself are announced right after each commit, not debounced: at a
-/// moderate rate every one of them wakes idle workers at once.
+/// Inserts the client commits itself are announced right after their commit (within a few
+/// milliseconds of the previous announcement), not debounced by the in-transaction cooldown: at a
+/// moderate rate every one of them wakes idle workers.
 pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
     let ctx = ctx::<H>().await;
     let mut l = insert_listener::<H>(&ctx).await;
@@ -260,6 +261,46 @@ pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
             .await
             .is_empty(),
         "none for scheduled jobs"
+    );
+}
+
+/// A burst of inserts the client commits itself is announced in a few notifications (one at a
+/// time, a few milliseconds apart, each for everything committed meanwhile), and every job of the
+/// burst is still picked up through them, not by a poll.
+pub async fn a_burst_of_client_committed_inserts_is_announced_in_few_notifications<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let worker_client = test_client(&ctx)
+        .queue("default", 4)
+        .poll_interval(LONG_POLL)
+        .worker(ScriptedWorker::ok())
+        .build()
+        .unwrap();
+    worker_client.start().await.unwrap();
+    let inserter = test_client(&ctx).build().unwrap();
+    let burst = 200;
+    let started = std::time::Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..4 {
+        let inserter = inserter.clone();
+        tasks.spawn(async move {
+            for n in 0..burst / 4 {
+                inserter.insert(Task { n: t * 1000 + n }).await.unwrap();
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    let took = started.elapsed();
+    completes_without_polling(&ctx, burst).await;
+    worker_client.stop().await;
+    let notified = insert_payloads_until_marker::<H>(&ctx, &mut l).await.len();
+    // At most one notification per 5 ms of the burst, plus the one right after it ended.
+    let most = usize::try_from(took.as_millis() / 5).unwrap_or(usize::MAX) + 2;
+    assert!(
+        (1..=most).contains(&notified) && notified < 200,
+        "{notified} notifications for {burst} inserts in {took:?}"
     );
 }
 
