@@ -60,6 +60,7 @@ queries! {
     JobInsertMany => "job/job_insert_many.sql",
     JobInsertOne => "job/job_insert_one.sql",
     JobInsertPlainMany => "job/job_insert_plain_many.sql",
+    JobInsertPlainOne => "job/job_insert_plain_one.sql",
     JobInsertUniqueMany => "job/job_insert_unique_many.sql",
     JobList => "job/job_list.sql",
     JobListNewest => "job/job_list_newest.sql",

@@ -11,8 +11,9 @@
 //! announced after its commit: by its own transaction's notification or by the watcher.
 //!
 //! Jobs are looked for first a few milliseconds after their insert, then at doubling intervals up
-//! to [`MAX_DELAY`]. A look at one job of a queue looks at every job watched in that queue, so
-//! one statement finds all the jobs of a transaction (or of many) and notifies their queue once.
+//! to [`MAX_DELAY`], and looks are at least [`MIN_LOOK_INTERVAL`] apart. A look at one job of a
+//! queue looks at every job watched in that queue, so one statement finds all the jobs of a
+//! transaction (or of many) and notifies their queue once.
 //! A job not seen within [`GIVE_UP_AFTER`] (rolled back, or still in a transaction that long) is
 //! no longer looked for: the producers' poll finds it if it ever commits.
 
@@ -33,6 +34,10 @@ use crate::schema::Schema;
 
 /// The first look for a job, after its insert.
 const FIRST_DELAY: Duration = Duration::from_millis(5);
+/// The least time between two looks: under a steady stream of inserts one look (and at most one
+/// notification per queue) every this long covers every job inserted meanwhile, instead of one
+/// every [`FIRST_DELAY`].
+const MIN_LOOK_INTERVAL: Duration = Duration::from_millis(20);
 /// The longest interval between two looks for one job.
 const MAX_DELAY: Duration = Duration::from_secs(1);
 /// A job not seen for this long is no longer looked for.
@@ -113,8 +118,13 @@ async fn watch_loop<D: Driver>(
     mut rx: mpsc::UnboundedReceiver<(JobId, String)>,
 ) {
     let mut watched: Vec<Watched> = Vec::new();
+    let mut last_look: Option<Instant> = None;
     loop {
-        let next = watched.iter().map(|w| w.next).min();
+        let next = watched
+            .iter()
+            .map(|w| w.next)
+            .min()
+            .map(|at| last_look.map_or(at, |l| at.max(l + MIN_LOOK_INTERVAL)));
         match next {
             // A job sent meanwhile is looked for first FIRST_DELAY after it arrives, so while a
             // look is due sooner than that, arrivals wait in the channel until then: one wake-up
@@ -131,6 +141,10 @@ async fn watch_loop<D: Driver>(
         let now = Instant::now();
         while let Ok(id) = rx.try_recv() {
             watched.push(Watched::new(id, now));
+        }
+        if last_look.is_some_and(|l| now < l + MIN_LOOK_INTERVAL) {
+            // Woken by an arrival before the next look may run.
+            continue;
         }
         if watched.len() > MAX_WATCHED {
             let drop = watched.len() - MAX_WATCHED;
@@ -149,6 +163,7 @@ async fn watch_loop<D: Driver>(
             .filter(|w| queues.contains(w.queue.as_str()))
             .map(|w| w.id)
             .collect();
+        last_look = Some(now);
         let stmt = job_notify_committed(&schema, &due);
         let seen = with_timeout("commit watch", async {
             ConnectionLease::acquire(&driver)

@@ -36,6 +36,16 @@ impl FromRow for InsertResult {
 
 /// The insert of one job, with typed parameters; it returns an [`InsertedRow`].
 pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams) -> Statement {
+    if p.is_due_now() && CopyShape::of(p) == CopyShape::Plain {
+        // Nothing for the server to decide or parse beyond the args (job_insert_plain_one.sql).
+        return schema
+            .statement(Query::JobInsertPlainOne)
+            .bind(p.queue.as_str())
+            .bind(p.kind.as_str())
+            .bind(p.args.clone())
+            .bind(p.priority)
+            .bind(p.max_attempts);
+    }
     schema
         .statement(Query::JobInsertOne)
         .bind(p.queue.as_str())

@@ -364,3 +364,43 @@ pub async fn interleaved_transactions_each_get_a_wake_up<H: Harness>() {
     open.rollback().await.unwrap();
     client.stop().await;
 }
+
+/// A burst of inserts in application transactions, each within the cooldown of the notification
+/// the first one sent, is announced by the commit watcher in a few looks (at least 20 ms apart,
+/// each for every job committed meanwhile), and every job is still picked up without a poll.
+pub async fn a_burst_of_held_back_inserts_is_announced_in_few_looks<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = notified_client::<H>(&ctx).await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let burst = 200;
+    let started = std::time::Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..4 {
+        let (driver, inserter) = (ctx.driver.clone(), client.inserter().clone());
+        tasks.spawn(async move {
+            for n in 0..burst / 4 {
+                let mut conn = driver.acquire().await.unwrap();
+                let mut tx = conn.begin().await.unwrap();
+                inserter
+                    .insert(&mut tx, Task { n: t * 1000 + n })
+                    .await
+                    .unwrap();
+                tx.commit().await.unwrap();
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    let took = started.elapsed();
+    // The job notified_client inserted to show the listener up, and the burst.
+    completes_without_polling(&ctx, burst + 1).await;
+    client.stop().await;
+    let notified = insert_payloads_until_marker::<H>(&ctx, &mut l).await.len();
+    // At most one look per 20 ms of the burst and the looks right after it.
+    let most = usize::try_from(took.as_millis() / 20).unwrap_or(usize::MAX) + 3;
+    assert!(
+        (1..=most).contains(&notified),
+        "{notified} notifications for {burst} inserts in {took:?}"
+    );
+}
