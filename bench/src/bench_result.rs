@@ -14,6 +14,15 @@ pub(crate) const CEILING: &str = "ceiling";
 /// The name of the second w2_insert_single reference: a hand-written insert that sends a
 /// `NOTIFY` in every insert's transaction.
 pub(crate) const CEILING_NOTIFY: &str = "ceiling_notify";
+/// The suffix of the w2_insert_tx references written by hand on each driver's library
+/// (`sqlx_plain`, ...).
+pub(crate) const PLAIN_SUFFIX: &str = "_plain";
+
+/// True for the name of a hand-written reference on a driver's library.
+pub(crate) fn is_host_plain(driver: &str) -> bool {
+    driver.ends_with(PLAIN_SUFFIX)
+}
+
 /// The name of the w3_work reference that claims with advisory locks, Que's way
 /// (`--advisory`).
 pub(crate) const ADVISORY: &str = "advisory";
@@ -222,6 +231,9 @@ pub(crate) struct BenchResult {
     pub(crate) ceiling_ratio: Option<f64>,
     /// For w2_insert_single: the figure relative to the NOTIFY-per-insert reference.
     pub(crate) notify_ratio: Option<f64>,
+    /// For w2_insert_tx: the figure relative to the same library's hand-written insert in its own
+    /// transaction (`<driver>_plain`), which separates pgmill's cost from the library's.
+    pub(crate) host_ratio: Option<f64>,
     /// Completed rows put in the table before the run (w3_work only).
     pub(crate) preload_completed: u64,
 }
@@ -273,6 +285,9 @@ impl BenchResult {
             }
         }
         v["ceiling_ratio"] = json!(self.ceiling_ratio.map(|r| round(r, 3)));
+        if let Some(r) = self.host_ratio {
+            v["host_plain_ratio"] = json!(round(r, 3));
+        }
         if let Some(r) = self.notify_ratio {
             v["notify_ratio"] = json!(round(r, 3));
         }
@@ -286,7 +301,8 @@ impl BenchResult {
     /// Whether the figure meets issue 12's target for this scenario and driver, with the target;
     /// `None` where there is none (the references, the one-call bulk insert).
     pub(crate) fn target(&self) -> Option<(bool, String)> {
-        if [CEILING, CEILING_NOTIFY, ADVISORY].contains(&self.driver) {
+        if [CEILING, CEILING_NOTIFY, ADVISORY].contains(&self.driver) || is_host_plain(self.driver)
+        {
             return None;
         }
         let ratio = self.ceiling_ratio.unwrap_or(0.0);
@@ -394,9 +410,10 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
             Some((false, t)) => format!("MISSED ({t})"),
             None => String::new(),
         };
-        let ratio = match (r.ceiling_ratio, r.notify_ratio) {
-            (Some(c), Some(n)) => format!("{c:.3} ({n:.2}x notify)"),
-            (Some(c), None) => format!("{c:.3}"),
+        let ratio = match (r.ceiling_ratio, r.notify_ratio, r.host_ratio) {
+            (Some(c), Some(n), _) => format!("{c:.3} ({n:.2}x notify)"),
+            (Some(c), None, Some(h)) => format!("{c:.3} ({h:.2}x {}_plain)", r.driver),
+            (Some(c), None, None) => format!("{c:.3}"),
             _ => String::new(),
         };
         let cost = r.figure.db_cost();
@@ -559,6 +576,7 @@ mod tests {
             figure: throughput(1000, &[250]),
             ceiling_ratio: Some(0.91234),
             notify_ratio: None,
+            host_ratio: None,
             preload_completed: 0,
         };
         let v = r.to_json();
@@ -582,6 +600,7 @@ mod tests {
             figure: latency(3, 5),
             ceiling_ratio: Some(0.3),
             notify_ratio: None,
+            host_ratio: None,
             preload_completed: 0,
         };
         let v = r.to_json();
@@ -601,6 +620,7 @@ mod tests {
             figure: throughput(1000, &[250]),
             ceiling_ratio: Some(ratio),
             notify_ratio: None,
+            host_ratio: None,
             preload_completed: 0,
         };
         assert_eq!(w3("diesel", 16, 0.75).target().map(|t| t.0), Some(true));
@@ -612,6 +632,7 @@ mod tests {
             figure: throughput(100, &[10]),
             ceiling_ratio: Some(0.6),
             notify_ratio: Some(1.6),
+            host_ratio: None,
             preload_completed: 0,
         };
         assert_eq!(w2.target().map(|t| t.0), Some(true));
@@ -626,6 +647,7 @@ mod tests {
             figure: throughput(jobs, &[elapsed]),
             ceiling_ratio: Some(1.0),
             notify_ratio: None,
+            host_ratio: None,
             preload_completed: 0,
         };
         let lines = depth_lines(&[at(1000, 100), at(10_000, 1500)]);
@@ -641,6 +663,7 @@ mod tests {
             figure: throughput(10, &[10]),
             ceiling_ratio: Some(0.5),
             notify_ratio: None,
+            host_ratio: None,
             preload_completed: 5,
         }];
         let text = results_table(&rows).render();

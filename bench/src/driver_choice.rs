@@ -70,6 +70,15 @@ impl BenchDriver {
         }
     }
 
+    /// The name in results of the hand-written reference on this driver's library.
+    pub(crate) fn name_plain(self) -> &'static str {
+        match self {
+            BenchDriver::Sqlx => "sqlx_plain",
+            BenchDriver::TokioPostgres => "tokio-postgres_plain",
+            BenchDriver::Diesel => "diesel_plain",
+        }
+    }
+
     /// The name in results of this driver with pgmill's metrics on.
     pub(crate) fn name_with_metrics(self) -> &'static str {
         match self {
@@ -91,7 +100,7 @@ fn metrics_config() -> MetricsConfig {
 pub(crate) async fn measure_driver(
     db: &BenchDatabase,
     driver: BenchDriver,
-    metrics: bool,
+    variant: Variant,
     scenario: &Scenario,
     opts: &BenchOptions,
 ) -> Result<Measurement, BenchError> {
@@ -107,7 +116,7 @@ pub(crate) async fn measure_driver(
             let d = SqlxDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
+            let figure = measure(db, &engine(db, driver, variant, d.clone()), scenario, opts).await;
             d.pool().close().await;
             figure
         }
@@ -115,7 +124,7 @@ pub(crate) async fn measure_driver(
             let d = TokioPostgresDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
+            let figure = measure(db, &engine(db, driver, variant, d.clone()), scenario, opts).await;
             d.pool().close();
             figure
         }
@@ -123,27 +132,40 @@ pub(crate) async fn measure_driver(
             let d = DieselDriver::connect(url, ENGINE_POOL_SIZE)
                 .await
                 .map_err(connect_error)?;
-            let figure = measure(db, &engine(db, driver, metrics, d.clone()), scenario, opts).await;
+            let figure = measure(db, &engine(db, driver, variant, d.clone()), scenario, opts).await;
             d.pool().close();
             figure
         }
     }
 }
 
+/// How a driver runs: pgmill, pgmill with its metrics on, or the hand-written reference on the
+/// driver's library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// pgmill with its defaults.
+    Pgmill,
+    /// pgmill with its metrics on (`--metrics`).
+    Metrics,
+    /// The hand-written reference on the library (w2_insert_tx).
+    Plain,
+}
+
 fn engine<D: HostInsert>(
     db: &BenchDatabase,
     choice: BenchDriver,
-    metrics: bool,
+    variant: Variant,
     driver: D,
 ) -> EngineBench<'_, D> {
     EngineBench {
-        name: if metrics {
-            choice.name_with_metrics()
-        } else {
-            choice.name()
+        name: match variant {
+            Variant::Pgmill => choice.name(),
+            Variant::Metrics => choice.name_with_metrics(),
+            Variant::Plain => choice.name_plain(),
         },
         driver,
         db,
-        metrics: metrics.then(metrics_config),
+        metrics: (variant == Variant::Metrics).then(metrics_config),
+        host_plain: variant == Variant::Plain,
     }
 }

@@ -34,6 +34,9 @@ pub(crate) struct EngineBench<'a, D: HostInsert> {
     pub(crate) db: &'a BenchDatabase,
     /// pgmill's metrics, on for the `+metrics` contenders (`--metrics`).
     pub(crate) metrics: Option<MetricsConfig>,
+    /// The hand-written reference on this driver's library instead of pgmill (`<driver>_plain`,
+    /// w2_insert_tx only).
+    pub(crate) host_plain: bool,
 }
 
 impl<D: HostInsert> Contender for EngineBench<'_, D> {
@@ -129,13 +132,18 @@ impl<D: HostInsert> EngineBench<'_, D> {
         for _ in 0..INSERT_TASKS {
             let (client, next, progress) = (client.clone(), Arc::clone(&next), progress.clone());
             let driver = self.driver.clone();
+            let (schema, host_plain) = (schema.clone(), self.host_plain);
             tasks.spawn(async move {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= n {
                         return Ok::<(), BenchError>(());
                     }
-                    if in_tx {
+                    if in_tx && host_plain {
+                        driver
+                            .insert_plain_in_own_transaction(&schema, BenchJob { i })
+                            .await?;
+                    } else if in_tx {
                         driver
                             .insert_in_own_transaction(client.inserter(), BenchJob { i })
                             .await?;

@@ -50,7 +50,7 @@ use self::bench_result::{
 };
 use self::ceiling_bench::CeilingBench;
 use self::contender::measure;
-use self::driver_choice::{BenchDriver, measure_driver};
+use self::driver_choice::{BenchDriver, Variant, measure_driver};
 use crate::bench_error::BenchError;
 
 /// Benchmarks pgmill's drivers against the fastest simple hand-written queue on the same
@@ -144,14 +144,25 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
     let about = db.describe().await?;
     progress::note(&format!("pgmill bench on {about}"));
     // Each driver, and after it the same driver with metrics on (--metrics).
-    let drivers: Vec<(BenchDriver, bool)> = args
+    // Each driver, after it the same driver with metrics on (--metrics) and, for w2_insert_tx,
+    // the hand-written reference on its library (`<driver>_plain`).
+    let all_drivers: Vec<(BenchDriver, Variant)> = args
         .driver
         .drivers()
         .into_iter()
-        .flat_map(|d| std::iter::once((d, false)).chain(args.metrics.then_some((d, true))))
+        .flat_map(|d| {
+            std::iter::once((d, Variant::Pgmill))
+                .chain(args.metrics.then_some((d, Variant::Metrics)))
+                .chain((!args.no_ceiling).then_some((d, Variant::Plain)))
+        })
         .collect();
     let mut results: Vec<BenchResult> = Vec::new();
     for workload in args.workloads.iter().copied() {
+        let drivers: Vec<(BenchDriver, Variant)> = all_drivers
+            .iter()
+            .copied()
+            .filter(|(_, v)| *v != Variant::Plain || workload == Workload::W2InsertTx)
+            .collect();
         for scenario in workload.scenarios(&opts) {
             let mut references: Vec<CeilingBench<'_>> = Vec::new();
             if !args.no_ceiling {
@@ -181,8 +192,8 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 for (runs, reference) in reference_runs.iter_mut().zip(&references) {
                     runs.push(measure(&db, reference, &scenario, &opts).await?);
                 }
-                for (runs, (driver, metrics)) in driver_runs.iter_mut().zip(&drivers) {
-                    runs.push(measure_driver(&db, *driver, *metrics, &scenario, &opts).await?);
+                for (runs, (driver, variant)) in driver_runs.iter_mut().zip(&drivers) {
+                    runs.push(measure_driver(&db, *driver, *variant, &scenario, &opts).await?);
                 }
             }
             let mut reference_figures = Vec::new();
@@ -210,15 +221,27 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                     &notify,
                 ));
             }
-            for (runs, (driver, metrics)) in driver_runs.into_iter().zip(&drivers) {
-                let name = if *metrics {
-                    driver.name_with_metrics()
-                } else {
-                    driver.name()
+            let mut driver_figures = Vec::new();
+            for (runs, (driver, variant)) in driver_runs.into_iter().zip(&drivers) {
+                let figure = Figure::from_runs(runs).ok_or_else(|| {
+                    BenchError::new(format!("{} {scenario}: no runs", driver.name()))
+                })?;
+                driver_figures.push((*driver, *variant, figure));
+            }
+            for (driver, variant, figure) in &driver_figures {
+                let name = match variant {
+                    Variant::Pgmill => driver.name(),
+                    Variant::Metrics => driver.name_with_metrics(),
+                    Variant::Plain => driver.name_plain(),
                 };
-                let figure = Figure::from_runs(runs)
-                    .ok_or_else(|| BenchError::new(format!("{name} {scenario}: no runs")))?;
-                rows.push(result(name, scenario, &opts, figure, &ceiling, &notify));
+                let mut row = result(name, scenario, &opts, figure.clone(), &ceiling, &notify);
+                if *variant == Variant::Pgmill {
+                    row.host_ratio = driver_figures
+                        .iter()
+                        .find(|(d, v, _)| d == driver && *v == Variant::Plain)
+                        .and_then(|(_, _, plain)| figure.ratio_to(plain));
+                }
+                rows.push(row);
             }
             for row in rows {
                 emit(&row, json);
@@ -295,6 +318,7 @@ fn result(
         } else {
             notify.as_ref().and_then(|c| figure.ratio_to(c))
         },
+        host_ratio: None,
         figure,
         preload_completed: if scenario.workload == Workload::W3Work {
             opts.preload_completed
