@@ -33,14 +33,15 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    // Six workloads for the ceiling and sqlx, plus the NOTIFY-per-insert reference of w2.
-    assert_eq!(lines.len(), 13, "{stdout}");
+    // Six workloads for the ceiling and sqlx, plus the NOTIFY-per-insert reference of w2 and
+    // the hand-written insert on sqlx of w2_insert_tx.
+    assert_eq!(lines.len(), 14, "{stdout}");
     let mut seen = BTreeSet::new();
     for line in &lines {
         let driver = line["driver"].as_str().unwrap();
         let workload = line["workload"].as_str().unwrap();
         assert!(
-            ["ceiling", "ceiling_notify", "sqlx"].contains(&driver),
+            ["ceiling", "ceiling_notify", "sqlx", "sqlx_plain"].contains(&driver),
             "{line}"
         );
         assert!(line["n"].as_u64().unwrap() > 0, "{line}");
@@ -57,16 +58,26 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
             assert!(line["jobs_per_s"].as_f64().unwrap() > 0.0, "{line}");
             assert!(line["wal_bytes_per_job"].as_f64().unwrap() > 0.0, "{line}");
             assert!(line["xacts_per_job"].as_f64().is_some(), "{line}");
+            // The throwaway test cluster runs on this machine: its processes' CPU is read (a
+            // DATABASE_URL may name a server elsewhere).
+            if std::env::var_os("DATABASE_URL").is_none() {
+                assert!(line["server_cpu_us_per_job"].as_f64().is_some(), "{line}");
+            }
         }
         seen.insert((driver.to_owned(), workload.to_owned()));
     }
-    assert_eq!(seen.len(), 13, "{seen:?}");
+    assert_eq!(seen.len(), 14, "{seen:?}");
     let w2 = lines
         .iter()
         .find(|l| l["workload"] == "w2_insert_single" && l["driver"] == "sqlx")
         .unwrap();
     assert_eq!(w2["n"], 20);
     assert!(w2["notify_ratio"].as_f64().unwrap() > 0.0, "{w2}");
+    let in_tx = lines
+        .iter()
+        .find(|l| l["workload"] == "w2_insert_tx" && l["driver"] == "sqlx")
+        .unwrap();
+    assert!(in_tx["host_plain_ratio"].as_f64().unwrap() > 0.0, "{in_tx}");
     // Every benchmark schema was dropped.
     let leftover = sql("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pgmill_bench_%'");
     assert!(leftover.is_empty(), "{} schemas left", leftover.len());
