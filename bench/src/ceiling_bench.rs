@@ -107,19 +107,7 @@ impl Contender for CeilingBench<'_> {
 /// same rows, and `pg_stat_statements` measured the join at 8.9 µs of server time per claimed row
 /// against 10.9 for the `IN` form.
 fn claim_sql(schema: &Schema) -> String {
-    format!(
-        "WITH locked AS ( \
-           SELECT id FROM {s}.pgmill_job \
-           WHERE state = 'available' AND queue = 'default' AND scheduled_at <= now() \
-           ORDER BY priority, scheduled_at, id \
-           LIMIT $1 \
-           FOR UPDATE SKIP LOCKED) \
-         UPDATE {s}.pgmill_job AS j \
-         SET state = 'running', attempt = j.attempt + 1, attempted_at = now() \
-         FROM locked WHERE j.id = locked.id \
-         RETURNING j.id, j.args",
-        s = schema.quoted()
-    )
+    claim_sql_from(schema, "", "")
 }
 
 /// w3's claim: as [`claim_sql`], but from a position in fetch order, `($2, $3, $4)` =
@@ -128,18 +116,27 @@ fn claim_sql(schema: &Schema) -> String {
 /// pile up (a fetcher alone on its queue, into which nothing is inserted behind it, needs no
 /// claim from the head). Returns the position columns with each job.
 fn claim_after_sql(schema: &Schema) -> String {
+    claim_sql_from(
+        schema,
+        "AND (priority, scheduled_at, id) > ($2, $3, $4)",
+        ", j.priority, j.scheduled_at",
+    )
+}
+
+/// The claim with `condition` added to its scan and `returning` to what it returns.
+fn claim_sql_from(schema: &Schema, condition: &str, returning: &str) -> String {
     format!(
         "WITH locked AS ( \
            SELECT id FROM {s}.pgmill_job \
            WHERE state = 'available' AND queue = 'default' AND scheduled_at <= now() \
-             AND (priority, scheduled_at, id) > ($2, $3, $4) \
+             {condition} \
            ORDER BY priority, scheduled_at, id \
            LIMIT $1 \
            FOR UPDATE SKIP LOCKED) \
          UPDATE {s}.pgmill_job AS j \
          SET state = 'running', attempt = j.attempt + 1, attempted_at = now() \
          FROM locked WHERE j.id = locked.id \
-         RETURNING j.id, j.args, j.priority, j.scheduled_at",
+         RETURNING j.id, j.args{returning}",
         s = schema.quoted()
     )
 }
