@@ -225,6 +225,24 @@ impl<C: AsGenericClient> TokioPostgresExecutor<C> {
         self.0.as_generic_client()
     }
 
+    /// `stmt` prepared in the connection's statement cache (once per connection), when this
+    /// executor has one; `None` to run it unnamed.
+    async fn prepared(
+        &mut self,
+        stmt: &Statement,
+        params: &Params<'_>,
+    ) -> Result<Option<tokio_postgres::Statement>> {
+        let Some(cache) = &self.1 else {
+            return Ok(None);
+        };
+        let client = self.0.as_generic_client().client();
+        cache
+            .prepare_typed(client, stmt.sql(), &params.types())
+            .await
+            .map(Some)
+            .map_err(db_error)
+    }
+
     /// Unwraps the client or transaction.
     pub fn into_inner(self) -> C {
         self.0
@@ -246,36 +264,26 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
         let params = Params::new(stmt)?;
-        if let Some(cache) = &self.1 {
-            let client = self.0.as_generic_client();
-            let prepared = cache
-                .prepare_typed(client.client(), stmt.sql(), &params.types())
-                .await
-                .map_err(db_error)?;
-            return client
-                .execute(&prepared, &params.values())
-                .await
-                .map_err(db_error);
+        match self.prepared(stmt, &params).await? {
+            Some(prepared) => self.get_mut().execute(&prepared, &params.values()).await,
+            None => {
+                self.get_mut()
+                    .execute_typed(stmt.sql(), &params.typed())
+                    .await
+            }
         }
-        self.get_mut()
-            .execute_typed(stmt.sql(), &params.typed())
-            .await
-            .map_err(db_error)
+        .map_err(db_error)
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
         let params = Params::new(stmt)?;
-        let rows = if let Some(cache) = &self.1 {
-            let client = self.0.as_generic_client();
-            let prepared = cache
-                .prepare_typed(client.client(), stmt.sql(), &params.types())
-                .await
-                .map_err(db_error)?;
-            client.query(&prepared, &params.values()).await
-        } else {
-            self.get_mut()
-                .query_typed(stmt.sql(), &params.typed())
-                .await
+        let rows = match self.prepared(stmt, &params).await? {
+            Some(prepared) => self.get_mut().query(&prepared, &params.values()).await,
+            None => {
+                self.get_mut()
+                    .query_typed(stmt.sql(), &params.typed())
+                    .await
+            }
         }
         .map_err(db_error)?;
         decode_rows(&rows)

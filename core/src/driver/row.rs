@@ -119,11 +119,12 @@ where
         return Ok(Vec::new());
     };
     let columns: Arc<[String]> = names(first).into_iter().map(str::to_owned).collect();
-    let mut decoded = Vec::with_capacity(rows.len());
-    for row in rows.iter().map(values) {
-        decoded.push(Row::new(Arc::clone(&columns), row?));
-    }
-    Ok(decoded)
+    collect_exact(
+        rows.len(),
+        rows.iter()
+            .map(values)
+            .map(|row| Ok(Row::new(Arc::clone(&columns), row?))),
+    )
 }
 
 /// Decodes every row as `T`, into a vector of exactly their number.
@@ -131,15 +132,18 @@ where
 /// # Errors
 ///
 /// The first decoding error.
-pub(crate) fn rows_as<T>(
-    rows: Vec<Row>,
-    mut decode: impl FnMut(Row) -> Result<T>,
-) -> Result<Vec<T>> {
-    let mut decoded = Vec::with_capacity(rows.len());
-    for row in rows {
-        decoded.push(decode(row)?);
+pub(crate) fn rows_as<T>(rows: Vec<Row>, decode: impl FnMut(Row) -> Result<T>) -> Result<Vec<T>> {
+    collect_exact(rows.len(), rows.into_iter().map(decode))
+}
+
+/// Collects `len` fallible items into a vector of exactly that size (collecting a fallible
+/// iterator straight into a `Vec` cannot see its length, so it grows the vector step by step).
+fn collect_exact<T>(len: usize, items: impl Iterator<Item = Result<T>>) -> Result<Vec<T>> {
+    let mut collected = Vec::with_capacity(len);
+    for item in items {
+        collected.push(item?);
     }
-    Ok(decoded)
+    Ok(collected)
 }
 
 /// Decodes the `width` values of one row, in column order, into a vector of exactly that size
@@ -151,13 +155,9 @@ pub(crate) fn rows_as<T>(
 /// The first error `column` returns.
 pub fn decode_values(
     width: usize,
-    mut column: impl FnMut(usize) -> Result<Value>,
+    column: impl FnMut(usize) -> Result<Value>,
 ) -> Result<Vec<Value>> {
-    let mut values = Vec::with_capacity(width);
-    for i in 0..width {
-        values.push(column(i)?);
-    }
-    Ok(values)
+    collect_exact(width, (0..width).map(column))
 }
 
 /// A row shape core decodes query results into.
