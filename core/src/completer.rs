@@ -12,7 +12,6 @@
 //! backoff; outcomes are never dropped while the client runs. On stop, the completer drains
 //! everything still queued before it ends.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -30,6 +29,7 @@ use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{FLUSH_OUTCOMES, FLUSH_SECONDS, MetricsSink, SUPERSEDED};
 use crate::error::{Error, Result, with_timeout};
 use crate::event::{Event, EventSender};
+use crate::fast_hash::FastMap;
 use crate::in_flight::InFlight;
 use crate::job::{JobId, JobRow, JobState};
 use crate::outcome::Outcome;
@@ -297,7 +297,7 @@ impl<D: Driver> BatchCompleter<D> {
         debug!(num_recorded = recorded, "completer flushed");
         if want_rows {
             let flushed_at = Instant::now();
-            let mut by_id: HashMap<JobId, SetStateResult> =
+            let mut by_id: FastMap<JobId, SetStateResult> =
                 results.into_iter().map(|r| (r.id, r)).collect();
             for c in batch {
                 let Some(r) = by_id.remove(&c.job.id) else {
@@ -331,7 +331,7 @@ impl<D: Driver> BatchCompleter<D> {
 /// The new state of each job of `batch` the lean completion completed (`rows`): completed, at the
 /// attempt and with the schedule of the claim that ran it.
 fn completed_results(batch: &[Completion], rows: Vec<CompletedRow>) -> Vec<SetStateResult> {
-    let claims: HashMap<JobId, &JobRow> = batch.iter().map(|c| (c.job.id, &*c.job)).collect();
+    let claims: FastMap<JobId, &JobRow> = batch.iter().map(|c| (c.job.id, &*c.job)).collect();
     rows.into_iter()
         .filter_map(|r| {
             let job = claims.get(&r.id)?;

@@ -8,7 +8,7 @@
 
 use tracing::warn;
 
-use crate::driver::{CopyIn, Driver, Executor, Row, Statement};
+use crate::driver::{CopyIn, Driver, Executor, Row, RowView, Statement};
 use crate::error::Result;
 
 /// A connection leased from the driver's pool.
@@ -70,6 +70,15 @@ impl<D: Driver> Executor for ConnectionLease<D> {
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
         let r = self.conn().query(stmt).await;
+        self.observe(r)
+    }
+
+    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
+    where
+        T: Send,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+    {
+        let r = self.conn().query_with(stmt, decode).await;
         self.observe(r)
     }
 

@@ -8,12 +8,12 @@
 //! still this client's business (re-assert them) and which are orphans: claims whose reply was
 //! lost, or outcomes lost with the lost commits (release them).
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{DateTime, Utc};
 
+use crate::fast_hash::FastMap;
 use crate::job::JobId;
 
 /// One claim held: the job, the attempt it runs, the claim's fencing token, when the claim was
@@ -32,12 +32,12 @@ pub(crate) struct HeldClaim {
 /// Held claims, by job and token.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
-    claims: Mutex<HashMap<(JobId, i64), HeldClaim>>,
+    claims: Mutex<FastMap<(JobId, i64), HeldClaim>>,
     reconcile: AtomicBool,
 }
 
 impl InFlight {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(JobId, i64), HeldClaim>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FastMap<(JobId, i64), HeldClaim>> {
         self.claims.lock().unwrap_or_else(|p| p.into_inner())
     }
 

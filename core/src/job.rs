@@ -6,7 +6,7 @@ use std::str::FromStr;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::driver::{FromRow, Row};
+use crate::driver::{FromRow, Row, RowView};
 use crate::error::{Error, Result};
 
 /// A job's id: the `bigint` primary key of `pgmill_job`.
@@ -172,38 +172,59 @@ impl FromRow for JobRow {
 }
 
 impl JobRow {
-    /// Decodes a row of a claim (`job_get_available*.sql`), which leaves out what every job it
-    /// claims has in common (state `running`, no `finalized_at`, the claim's `queue` and fencing
-    /// `token`) and returns NULL for columns at their usual value: empty `metadata`, `errors` and
-    /// `tags`, and an `attempted_by` that names only the claiming `client`.
+    /// The columns of a claim's rows (`job_get_available*.sql`), in order.
+    pub(crate) const CLAIMED_COLUMNS: [&'static str; 13] = [
+        "id",
+        "kind",
+        "args",
+        "metadata",
+        "priority",
+        "attempt",
+        "max_attempts",
+        "attempted_at",
+        "attempted_by",
+        "created_at",
+        "scheduled_at",
+        "errors",
+        "tags",
+    ];
+
+    /// Decodes a row of a claim (`job_get_available*.sql`), read in place by position (the
+    /// caller checks the columns against [`JobRow::CLAIMED_COLUMNS`] once per result). The claim
+    /// leaves out what every job it claims has in common (state `running`, no `finalized_at`,
+    /// the claim's `queue` and fencing `token`) and returns NULL for columns at their usual
+    /// value: empty `metadata`, `errors` and `tags`, and an `attempted_by` that names only the
+    /// claiming `client`.
     pub(crate) fn from_claimed_row(
-        mut row: Row,
+        row: &mut dyn RowView,
         queue: &str,
         token: i64,
         client: &str,
     ) -> Result<Self> {
-        // Read in the column order of the statements (`Row::take` looks from the last column).
         Ok(JobRow {
-            id: JobId(row.take("id")?),
+            id: JobId(row.read(0)?),
             state: JobState::Running,
             queue: queue.to_owned(),
-            kind: row.take("kind")?,
-            args: row.take("args")?,
+            kind: row.read(1)?,
+            args: row.read(2)?,
             metadata: row
-                .take::<Option<serde_json::Value>>("metadata")?
+                .read::<Option<serde_json::Value>>(3)?
                 .unwrap_or_else(empty_object),
-            priority: row.take("priority")?,
-            attempt: row.take("attempt")?,
-            max_attempts: row.take("max_attempts")?,
-            attempted_at: row.take("attempted_at")?,
+            priority: row.read(4)?,
+            attempt: row.read(5)?,
+            max_attempts: row.read(6)?,
+            attempted_at: row.read(7)?,
             attempted_by: row
-                .take::<Option<Vec<String>>>("attempted_by")?
+                .read::<Option<Vec<String>>>(8)?
                 .unwrap_or_else(|| vec![client.to_owned()]),
-            created_at: row.take("created_at")?,
-            scheduled_at: row.take("scheduled_at")?,
+            created_at: row.read(9)?,
+            scheduled_at: row.read(10)?,
             finalized_at: None,
-            errors: attempt_errors(row.take::<Option<_>>("errors")?.unwrap_or_default())?,
-            tags: row.take::<Option<_>>("tags")?.unwrap_or_default(),
+            errors: match row.read::<Option<_>>(11)? {
+                Some(errors) => attempt_errors(errors)?,
+                None => Vec::new(),
+            },
+            tags: row.read::<Option<_>>(12)?.unwrap_or_default(),
             claim_token: Some(token),
         })
     }

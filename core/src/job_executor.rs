@@ -72,12 +72,11 @@ impl JobExecutor {
     /// the interruption: middleware sees every outcome, interrupts and cancels included.
     pub(crate) async fn execute(
         &self,
-        job: JobRow,
+        job: Arc<JobRow>,
         kill: &CancellationToken,
         cancel: &CancellationToken,
     ) {
         // Shared with the worker's `Job` and then the completer: never deep-copied.
-        let job = Arc::new(job);
         let attempt = Attempt {
             executor: self,
             job: &job,
@@ -116,9 +115,9 @@ impl JobExecutor {
 
     /// Gives a claimed job that never started back to its queue: recorded as an interrupted
     /// attempt (available again, attempt given back), or cancelled if an operator asked for it.
-    pub(crate) async fn release(&self, job: JobRow) {
+    pub(crate) async fn release(&self, job: Arc<JobRow>) {
         let completion = Completion {
-            job: Arc::new(job),
+            job,
             outcome: Outcome::Interrupt,
             run_time: Duration::ZERO,
             finished_at: Instant::now(),

@@ -244,6 +244,7 @@ mod elector;
 mod engine_metrics;
 mod error;
 mod event;
+mod fast_hash;
 mod health;
 mod heartbeat;
 mod ident;

@@ -6,7 +6,6 @@
 //! lock and removed with one lock when its last job ends, so a job's end costs two atomic
 //! operations instead of a locked map removal.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -14,6 +13,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use crate::fast_hash::FastMap;
 use crate::job::JobId;
 
 /// What the rest of the client shares with one queue's producer.
@@ -22,7 +22,7 @@ pub(crate) struct QueueHandle {
     wake: Notify,
     paused: AtomicBool,
     resync: AtomicBool,
-    running: Mutex<HashMap<u64, Arc<ClaimedBatch>>>,
+    running: Mutex<FastMap<u64, Arc<ClaimedBatch>>>,
     next_batch: AtomicU64,
 }
 
@@ -127,7 +127,7 @@ impl QueueHandle {
         }
     }
 
-    fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<ClaimedBatch>>> {
+    fn lock_running(&self) -> std::sync::MutexGuard<'_, FastMap<u64, Arc<ClaimedBatch>>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -17,9 +17,10 @@ use crate::job::JobRow;
 use crate::job_executor::JobExecutor;
 use crate::queue_handle::{ClaimedBatch, QueueHandle};
 
-/// A claimed job waiting for a slot: the job and where its claim is registered.
+/// A claimed job waiting for a slot: the job (shared from its claim on: moving it through the
+/// buffer moves a pointer) and where its claim is registered.
 pub(crate) struct Buffered {
-    pub(crate) job: JobRow,
+    pub(crate) job: Arc<JobRow>,
     pub(crate) batch: Arc<ClaimedBatch>,
     pub(crate) index: usize,
 }

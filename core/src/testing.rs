@@ -266,7 +266,7 @@ impl<A: JobArgs> InlineWorker<A> {
             MetricsSink::off(),
         );
         executor
-            .execute(job.row, &CancellationToken::new(), &job.cancel)
+            .execute(Arc::new(job.row), &CancellationToken::new(), &job.cancel)
             .await;
         let completion = rx
             .recv()

@@ -2,7 +2,6 @@
 //! outcome of a failed attempt.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
@@ -20,6 +19,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 use crate::claim_tokens::NO_CLAIM;
 use crate::driver::{BlockingExecutor, Executor};
 use crate::error::{Error, Result};
+use crate::fast_hash::FastMap;
 use crate::job::{JobId, JobRow};
 use crate::job_args::JobArgs;
 use crate::query::{SetStateParams, job_set_state_if_running_many};
@@ -496,7 +496,7 @@ pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
 /// The workers of a client, one per job kind.
 #[derive(Clone, Default)]
 pub struct Workers {
-    by_kind: HashMap<&'static str, Arc<dyn ErasedWorker>>,
+    by_kind: FastMap<&'static str, Arc<dyn ErasedWorker>>,
 }
 
 impl Workers {

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use pgmill::Result;
 use pgmill::driver::{
-    ColumnType, PgType, Row, Statement, Value, decode_result, decode_values, interval,
+    ColumnType, PgType, Row, RowView, Statement, Value, decode_each, decode_result, decode_values,
+    interval,
 };
 use sqlx::error::BoxDynError;
 use sqlx::postgres::types::PgInterval;
@@ -78,10 +79,30 @@ fn bind_null(query: &mut Query<'_, Postgres, PgArguments>, ty: PgType) -> Result
 
 /// Decodes a result; column types are looked up once, from the first row.
 pub(crate) fn decode_rows(rows: &[PgRow]) -> Result<Vec<Row>> {
+    let types = column_types(rows)?;
+    decode_result(
+        rows,
+        |row| row.columns().iter().map(|c| c.name()),
+        |row| decode_values(types.len(), |i| decode_column(row, &types, i)),
+    )
+}
+
+/// Decodes a result through `decode`, each row read in place; column types are looked up once,
+/// from the first row.
+pub(crate) fn decode_rows_with<T>(
+    rows: &[PgRow],
+    decode: impl FnMut(&mut dyn RowView) -> Result<T>,
+) -> Result<Vec<T>> {
+    let types = column_types(rows)?;
+    decode_each(rows, |row| LibraryRow { row, types: &types }, decode)
+}
+
+/// The types of a result's columns, from its first row (none for an empty result).
+fn column_types(rows: &[PgRow]) -> Result<Vec<ColumnType>> {
     let Some(first) = rows.first() else {
         return Ok(Vec::new());
     };
-    let types = first
+    first
         .columns()
         .iter()
         .map(|c| {
@@ -90,22 +111,38 @@ pub(crate) fn decode_rows(rows: &[PgRow]) -> Result<Vec<Row>> {
                 .and_then(|oid| ColumnType::from_oid(oid.0))
                 .ok_or_else(|| column_error(c.name(), ty.name(), "not a type pgmill reads".into()))
         })
-        .collect::<Result<Vec<_>>>()?;
-    decode_result(
-        rows,
-        |row| row.columns().iter().map(|c| c.name()),
-        |row| {
-            decode_values(types.len(), |i| {
-                let raw = row.try_get_raw(i).map_err(db_error)?;
-                // The type's name only for an error: naming it for every value was an
-                // allocation per column of every row.
-                decode_value(types[i], raw).map_err(|e| {
-                    let column = row.column(i);
-                    column_error(column.name(), column.type_info().name(), e)
-                })
-            })
-        },
-    )
+        .collect()
+}
+
+/// Decodes column `i` of `row`, whose result's columns have `types`.
+fn decode_column(row: &PgRow, types: &[ColumnType], i: usize) -> Result<Value> {
+    let raw = row.try_get_raw(i).map_err(db_error)?;
+    // The type's name only for an error: naming it for every value was an allocation per column
+    // of every row.
+    decode_value(types[i], raw).map_err(|e| {
+        let column = row.column(i);
+        column_error(column.name(), column.type_info().name(), e)
+    })
+}
+
+/// A library row read in place: each column decoded by its type when asked for.
+struct LibraryRow<'r> {
+    row: &'r PgRow,
+    types: &'r [ColumnType],
+}
+
+impl RowView for LibraryRow<'_> {
+    fn width(&self) -> usize {
+        self.types.len()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        self.row.column(i).name()
+    }
+
+    fn value(&mut self, i: usize) -> Result<Value> {
+        decode_column(self.row, self.types, i)
+    }
 }
 
 fn decode_value(ty: ColumnType, raw: PgValueRef<'_>) -> Result<Value, BoxDynError> {

@@ -10,13 +10,13 @@ use std::ops::DerefMut;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use pgmill::driver::{CopyChunks, CopyIn, Executor, Row, Statement, Transaction};
+use pgmill::driver::{CopyChunks, CopyIn, Executor, Row, RowView, Statement, Transaction};
 use pgmill::{DbError, DbErrorKind, Result};
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::PgQueryResult;
+use sqlx::postgres::{PgQueryResult, PgRow};
 use sqlx::{AssertSqlSafe, Connection as _, PgConnection, Postgres};
 
-use crate::codec::{bound, decode_rows};
+use crate::codec::{bound, decode_rows, decode_rows_with};
 use crate::error::db_error;
 
 /// Bulk inserts of fewer rows go in one multi-row `INSERT` rather than a `COPY`.
@@ -147,6 +147,22 @@ where
     fn needs_own_transaction(&self) -> bool {
         self.2 == Statements::Unnamed && !self.0.is_in_transaction()
     }
+
+    /// Runs a statement for its rows, as the library returns them. All rows are fetched before
+    /// any is decoded, so a column that fails to decode never leaves a half-read result on the
+    /// connection.
+    async fn rows(&mut self, stmt: &Statement) -> Result<Vec<PgRow>> {
+        self.1.check()?;
+        let query = bound(stmt)?.persistent(self.2 == Statements::Cached);
+        if self.needs_own_transaction() {
+            let mut tx = self.0.begin().await.map_err(db_error)?;
+            let rows = query.fetch_all(&mut *tx).await.map_err(db_error)?;
+            tx.commit().await.map_err(db_error)?;
+            Ok(rows)
+        } else {
+            query.fetch_all(&mut *self.0).await.map_err(db_error)
+        }
+    }
 }
 
 impl<C> Executor for SqlxExecutor<C>
@@ -173,19 +189,15 @@ where
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        self.1.check()?;
-        let query = bound(stmt)?.persistent(self.2 == Statements::Cached);
-        // All rows are fetched before decoding, so a column that fails to decode never leaves a
-        // half-read result on the connection.
-        let rows = if self.needs_own_transaction() {
-            let mut tx = self.0.begin().await.map_err(db_error)?;
-            let rows = query.fetch_all(&mut *tx).await.map_err(db_error)?;
-            tx.commit().await.map_err(db_error)?;
-            rows
-        } else {
-            query.fetch_all(&mut *self.0).await.map_err(db_error)?
-        };
-        decode_rows(&rows)
+        decode_rows(&self.rows(stmt).await?)
+    }
+
+    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
+    where
+        T: Send,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+    {
+        decode_rows_with(&self.rows(stmt).await?, decode)
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {

@@ -7,7 +7,8 @@ use bytes::BytesMut;
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use pgmill::Result;
 use pgmill::driver::{
-    ColumnType, PgType, Row, Statement, Value, decode_result, decode_values, interval,
+    ColumnType, PgType, Row, RowView, Statement, Value, decode_each, decode_result, decode_values,
+    interval,
 };
 use postgres_types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
@@ -133,6 +134,31 @@ pub(crate) fn decode_rows(rows: &[tokio_postgres::Row]) -> Result<Vec<Row>> {
         |row| row.columns().iter().map(|c| c.name()),
         |row| decode_values(row.len(), |i| decode_column(row, i)),
     )
+}
+
+/// Decodes a result through `decode`, each row read in place.
+pub(crate) fn decode_rows_with<T>(
+    rows: &[tokio_postgres::Row],
+    decode: impl FnMut(&mut dyn RowView) -> Result<T>,
+) -> Result<Vec<T>> {
+    decode_each(rows, LibraryRow, decode)
+}
+
+/// A library row read in place: each column decoded by its type when asked for.
+struct LibraryRow<'r>(&'r tokio_postgres::Row);
+
+impl RowView for LibraryRow<'_> {
+    fn width(&self) -> usize {
+        self.0.len()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        self.0.columns()[i].name()
+    }
+
+    fn value(&mut self, i: usize) -> Result<Value> {
+        decode_column(self.0, i)
+    }
 }
 
 /// Decodes column `i` by its type.

@@ -18,10 +18,10 @@ use bytes::Bytes;
 use deadpool_postgres::{ClientWrapper, Object, StatementCache};
 use futures_util::SinkExt;
 use pgmill::Result;
-use pgmill::driver::{CopyChunks, CopyIn, Executor, Row, Statement, Transaction};
+use pgmill::driver::{CopyChunks, CopyIn, Executor, Row, RowView, Statement, Transaction};
 use tokio_postgres::{Client, GenericClient, ToStatement};
 
-use crate::codec::{Params, decode_rows};
+use crate::codec::{Params, decode_rows, decode_rows_with};
 use crate::error::db_error;
 
 /// The size of the `CopyData` messages a COPY is streamed in.
@@ -63,6 +63,20 @@ impl TokioPostgresConnection {
         &mut self.0
     }
 
+    /// Runs a statement for its rows, as the library returns them.
+    async fn rows(&mut self, stmt: &Statement) -> Result<Vec<tokio_postgres::Row>> {
+        if self.1 == Statements::Unnamed {
+            return TokioPostgresExecutor::new(self.client_mut())
+                .rows(stmt)
+                .await;
+        }
+        let (prepared, params) = self.prepare(stmt).await?;
+        self.client()
+            .query(&prepared, &params.values())
+            .await
+            .map_err(db_error)
+    }
+
     /// The statement prepared once per connection and kept in deadpool's cache, with its
     /// parameters: the engine runs the same few statements over and over, and planning them on
     /// every call costs more than running them.
@@ -100,18 +114,15 @@ impl Executor for TokioPostgresConnection {
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        if self.1 == Statements::Unnamed {
-            return TokioPostgresExecutor::new(self.client_mut())
-                .query(stmt)
-                .await;
-        }
-        let (prepared, params) = self.prepare(stmt).await?;
-        let rows = self
-            .client()
-            .query(&prepared, &params.values())
-            .await
-            .map_err(db_error)?;
-        decode_rows(&rows)
+        decode_rows(&self.rows(stmt).await?)
+    }
+
+    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
+    where
+        T: Send,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+    {
+        decode_rows_with(&self.rows(stmt).await?, decode)
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
@@ -243,6 +254,20 @@ impl<C: AsGenericClient> TokioPostgresExecutor<C> {
             .map_err(db_error)
     }
 
+    /// Runs a statement for its rows, as the library returns them.
+    async fn rows(&mut self, stmt: &Statement) -> Result<Vec<tokio_postgres::Row>> {
+        let params = Params::new(stmt)?;
+        match self.prepared(stmt, &params).await? {
+            Some(prepared) => self.get_mut().query(&prepared, &params.values()).await,
+            None => {
+                self.get_mut()
+                    .query_typed(stmt.sql(), &params.typed())
+                    .await
+            }
+        }
+        .map_err(db_error)
+    }
+
     /// Unwraps the client or transaction.
     pub fn into_inner(self) -> C {
         self.0
@@ -276,17 +301,15 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        let params = Params::new(stmt)?;
-        let rows = match self.prepared(stmt, &params).await? {
-            Some(prepared) => self.get_mut().query(&prepared, &params.values()).await,
-            None => {
-                self.get_mut()
-                    .query_typed(stmt.sql(), &params.typed())
-                    .await
-            }
-        }
-        .map_err(db_error)?;
-        decode_rows(&rows)
+        decode_rows(&self.rows(stmt).await?)
+    }
+
+    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
+    where
+        T: Send,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+    {
+        decode_rows_with(&self.rows(stmt).await?, decode)
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {

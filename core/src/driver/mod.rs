@@ -26,8 +26,7 @@ mod value;
 use std::future::Future;
 
 pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
-pub(crate) use row::rows_as;
-pub use row::{FromRow, Row, decode_result, decode_values};
+pub use row::{FromRow, Row, RowView, decode_each, decode_result, decode_values};
 pub use statement::{CopyIn, CopyRowWriter, Statement, copy_target};
 pub use value::{FromValue, IntoValue, PgType, Value};
 
@@ -134,6 +133,28 @@ pub trait Executor: Send {
     ) -> impl Future<Output = Result<u64>> + Send {
         let _ = (sql, data);
         async { Err(Error::Unsupported("COPY")) }
+    }
+
+    /// Runs a statement and decodes every row through `decode`, which reads it in place
+    /// ([`RowView`]) rather than from a [`Row`] of values built first. Core's hottest result (the
+    /// rows of a claim) is read this way.
+    ///
+    /// The default decodes through [`Executor::query`]'s rows; a driver overrides it to hand its
+    /// library's rows over as they are.
+    ///
+    /// # Errors
+    ///
+    /// The database error, or the first error `decode` returns.
+    fn query_with<T, F>(
+        &mut self,
+        stmt: &Statement,
+        decode: F,
+    ) -> impl Future<Output = Result<Vec<T>>> + Send
+    where
+        T: Send,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+    {
+        async move { row::rows_with(self.query(stmt).await?, decode) }
     }
 
     /// Runs a statement and decodes every row as `T`.

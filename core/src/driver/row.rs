@@ -101,6 +101,104 @@ impl Row {
     }
 }
 
+/// One row of a result read in place, column by column, as the driver's library holds it: core
+/// decodes its hottest row shape (a claimed job) through this instead of a [`Row`], which would
+/// build a vector of values and look each one up by name first.
+///
+/// Drivers implement it over their library's row with the same per-column decoding they build a
+/// [`Row`] with; [`Row`] implements it too (for [`Executor::query_with`]'s default).
+///
+/// [`Executor::query_with`]: super::Executor::query_with
+pub trait RowView {
+    /// How many columns the row has.
+    fn width(&self) -> usize;
+
+    /// The name of column `i` (`i < width()`).
+    fn name(&self, i: usize) -> &str;
+
+    /// Decodes column `i` (`i < width()`), by its type, into a [`Value`] it hands over.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] or a codec error when the column has a type pgmill does not read.
+    fn value(&mut self, i: usize) -> Result<Value>;
+}
+
+impl dyn RowView + '_ {
+    /// Reads column `i` as `T`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] when the column has another type (or the driver cannot decode it).
+    pub fn read<T: FromValue>(&mut self, i: usize) -> Result<T> {
+        let value = self.value(i)?;
+        T::from_value(value).map_err(|m| Error::decode(format!("column {:?}", self.name(i)), m))
+    }
+
+    /// Checks that the row's columns are `names`, in that order: a decoder reading by position
+    /// calls this once per result.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Decode`] naming the first column that differs.
+    pub fn expect_columns(&self, names: &[&str]) -> Result<()> {
+        if self.width() != names.len() {
+            return Err(Error::decode(
+                "row",
+                format!("{} columns, expected {}", self.width(), names.len()),
+            ));
+        }
+        match (0..names.len()).find(|&i| self.name(i) != names[i]) {
+            Some(i) => Err(Error::decode(
+                format!("column {i}"),
+                format!("named {:?}, expected {:?}", self.name(i), names[i]),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+impl RowView for Row {
+    fn width(&self) -> usize {
+        self.values.len()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        &self.columns[i]
+    }
+
+    /// Takes the value out; the column reads NULL after.
+    fn value(&mut self, i: usize) -> Result<Value> {
+        let ty = self.values[i].pg_type();
+        Ok(std::mem::replace(&mut self.values[i], Value::Null(ty)))
+    }
+}
+
+/// Decodes every row of a library's result through `decode`, each seen through `view`, into a
+/// vector of exactly their number.
+///
+/// # Errors
+///
+/// The first error `decode` returns.
+pub fn decode_each<'r, R, V, T>(
+    rows: &'r [R],
+    mut view: impl FnMut(&'r R) -> V,
+    mut decode: impl FnMut(&mut dyn RowView) -> Result<T>,
+) -> Result<Vec<T>>
+where
+    V: RowView,
+{
+    collect_exact(rows.len(), rows.iter().map(|r| decode(&mut view(r))))
+}
+
+/// Decodes core's rows through `decode`, each seen as a [`RowView`].
+pub(crate) fn rows_with<T>(
+    rows: Vec<Row>,
+    mut decode: impl FnMut(&mut dyn RowView) -> Result<T>,
+) -> Result<Vec<T>> {
+    collect_exact(rows.len(), rows.into_iter().map(|mut r| decode(&mut r)))
+}
+
 /// Builds core's rows from one result of a library's rows: the column names are read once, from
 /// the first row by `names`, and shared by every row; `values` decodes one row, in column order.
 ///
@@ -200,5 +298,27 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn a_row_seen_in_place_reads_by_position_and_checks_its_names() {
+        let rows = decode_result(
+            &[(7_i64, "a")],
+            |_| ["n", "name"],
+            |(n, name)| Ok(vec![Value::Int8(*n), Value::Text((*name).into())]),
+        )
+        .unwrap();
+        let read = rows_with(rows.clone(), |row| {
+            row.expect_columns(&["n", "name"])?;
+            Ok((row.read::<i64>(0)?, row.read::<String>(1)?))
+        })
+        .unwrap();
+        assert_eq!(read, vec![(7, "a".to_owned())]);
+        let renamed = rows_with(rows.clone(), |row| row.expect_columns(&["n", "label"]));
+        assert!(renamed.unwrap_err().to_string().contains("\"label\""));
+        let narrower = rows_with(rows.clone(), |row| row.expect_columns(&["n"]));
+        assert!(narrower.is_err());
+        let mistyped = rows_with(rows, |row| row.read::<i16>(0));
+        assert!(mistyped.unwrap_err().to_string().contains("\"n\""));
     }
 }

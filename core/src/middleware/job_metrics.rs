@@ -1,7 +1,6 @@
 //! The built-in metrics middleware: per-attempt and per-insert metrics by kind and queue, and the
 //! settings of pgmill's metrics as a whole.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -12,6 +11,7 @@ use super::{Middleware, Next};
 use crate::engine_metrics::{
     CLIENT_RUNNING, JOB_ATTEMPTS, JOBS_INSERTED, MetricsSink, QUEUE_WAIT, RUN_TIME,
 };
+use crate::fast_hash::FastMap;
 use crate::job::JobRow;
 use crate::job_args::InsertParams;
 use crate::outcome::Outcome;
@@ -109,7 +109,7 @@ struct Handles {
 pub struct JobMetrics {
     sink: MetricsSink,
     /// Kind, then queue.
-    handles: RwLock<HashMap<String, HashMap<String, Arc<Handles>>>>,
+    handles: RwLock<FastMap<String, FastMap<String, Arc<Handles>>>>,
 }
 
 impl JobMetrics {

@@ -77,7 +77,6 @@ pub use job_metrics::{DEFAULT_SAMPLE_INTERVAL, JobMetrics, MetricsConfig};
 pub use job_tracing::JobTracing;
 pub use trace_propagator::{TRACE_METADATA_KEY, TraceHeaders, TracePropagator};
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -86,6 +85,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
+use crate::fast_hash::FastMap;
 use crate::job::JobRow;
 use crate::job_args::InsertParams;
 use crate::job_executor::Attempt;
@@ -183,7 +183,7 @@ type Chain = Arc<[Arc<dyn ErasedMiddleware>]>;
 pub(crate) struct MiddlewareStack {
     registered: Vec<(Option<String>, Arc<dyn ErasedMiddleware>)>,
     global: Chain,
-    by_kind: HashMap<String, Chain>,
+    by_kind: FastMap<String, Chain>,
 }
 
 impl MiddlewareStack {

@@ -1,11 +1,13 @@
 //! Queries on `pgmill_job`. Each builds its statement without I/O, so the async and the blocking
 //! (diesel host transaction) paths share one definition.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::micros;
 use crate::catalog::Query;
-use crate::driver::{CopyIn, Executor, FromRow, Row, Statement, rows_as};
+use crate::driver::{CopyIn, Executor, FromRow, Row, Statement};
 use crate::error::Result;
 use crate::in_flight::HeldClaim;
 use crate::inserter::InsertResult;
@@ -215,7 +217,7 @@ pub(crate) async fn job_get_available<E: Executor>(
     client_id: &str,
     claim_token: i64,
     after: Option<FetchPosition>,
-) -> Result<Vec<JobRow>> {
+) -> Result<Vec<Arc<JobRow>>> {
     let query = match after {
         Some(_) => Query::JobGetAvailableAfter,
         None => Query::JobGetAvailable,
@@ -229,9 +231,15 @@ pub(crate) async fn job_get_available<E: Executor>(
     if let Some((priority, scheduled_at, id)) = after {
         stmt = stmt.bind(priority).bind(scheduled_at).bind(id.0);
     }
-    let mut jobs = rows_as(exec.query(&stmt).await?, |row| {
-        JobRow::from_claimed_row(row, queue, claim_token, client_id)
-    })?;
+    let mut first = true;
+    let mut jobs = exec
+        .query_with(&stmt, |row| {
+            if std::mem::take(&mut first) {
+                row.expect_columns(&JobRow::CLAIMED_COLUMNS)?;
+            }
+            JobRow::from_claimed_row(row, queue, claim_token, client_id).map(Arc::new)
+        })
+        .await?;
     // RETURNING has no order; run in fetch order.
     jobs.sort_by_key(|j| (j.priority, j.scheduled_at, j.id));
     Ok(jobs)
