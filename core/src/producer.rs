@@ -134,7 +134,7 @@ impl<D: Driver> Producer<D> {
                 Arc::clone(&self.handle),
                 kill.clone(),
             );
-            let mut cursor = ClaimCursor::default();
+            let mut cursor = ClaimCursor::new(self.config.poll_interval);
             let _kill_watch = AbortOnDrop(tokio::spawn(cancel_running_on_kill(
                 Arc::clone(&self.handle),
                 kill.clone(),
@@ -352,8 +352,9 @@ const CLAIMS_BETWEEN_HEAD_SCANS: u32 = 8;
 /// ...and in time...
 const HEAD_SCAN_INTERVAL: Duration = Duration::from_millis(100);
 /// ...but a claim from the head starts no sooner than this many times the last one took after
-/// that one started, so claims from the head take at most about a tenth of the claiming.
-const HEAD_SCAN_SPACING: u32 = 10;
+/// that one started (or the poll interval, whichever is sooner), so slow claims from the head
+/// take at most about a fiftieth of the claiming.
+const HEAD_SCAN_SPACING: u32 = 50;
 
 /// Where the next claim starts: after the last job claimed, except every few claims (and when a
 /// claim from there finds the queue dry), which start from the head of the queue.
@@ -366,9 +367,12 @@ const HEAD_SCAN_SPACING: u32 = 10;
 /// position (a retry coming due with its old schedule, a job of a higher priority) is claimed by
 /// the next claim from the head: within [`CLAIMS_BETWEEN_HEAD_SCANS`] claims or
 /// [`HEAD_SCAN_INTERVAL`], or [`HEAD_SCAN_SPACING`] times the last claim from the head when
-/// those have become slow, so walking dead entries never takes over the producer.
+/// those have become slow (but never later than the poll interval, the wait a producer without
+/// notifications has anyway), so walking dead entries never takes over the producer.
 #[derive(Debug)]
 struct ClaimCursor {
+    /// The longest spacing between claims from the head: the poll interval.
+    max_spacing: Duration,
     position: Option<FetchPosition>,
     since_head: u32,
     /// When the last claim from the head started, and how long it took.
@@ -380,9 +384,12 @@ struct ClaimCursor {
     head_wake: Option<Instant>,
 }
 
-impl Default for ClaimCursor {
-    fn default() -> Self {
+impl ClaimCursor {
+    /// A cursor that claims from the head first, and from the head at least every `max_spacing`
+    /// however slow those claims become.
+    fn new(max_spacing: Duration) -> Self {
         ClaimCursor {
+            max_spacing,
             position: None,
             since_head: 0,
             head_at: Instant::now(),
@@ -391,9 +398,7 @@ impl Default for ClaimCursor {
             head_wake: None,
         }
     }
-}
 
-impl ClaimCursor {
     /// The position the next claim starts after; `None`: from the head.
     fn next_claim(&mut self) -> Option<FetchPosition> {
         let position = self.position?;
@@ -410,7 +415,12 @@ impl ClaimCursor {
         (self.head_owed
             || self.since_head >= CLAIMS_BETWEEN_HEAD_SCANS
             || elapsed >= HEAD_SCAN_INTERVAL)
-            && elapsed >= self.head_took * HEAD_SCAN_SPACING
+            && elapsed >= self.spacing()
+    }
+
+    /// How long after the last claim from the head started the next may start.
+    fn spacing(&self) -> Duration {
+        (self.head_took * HEAD_SCAN_SPACING).min(self.max_spacing)
     }
 
     /// Records a claim (`from_head` or not) that started at `started` and whose last job in
@@ -436,7 +446,7 @@ impl ClaimCursor {
         self.head_owed = true;
         let due = self.head_due();
         if !due {
-            self.head_wake = Some(self.head_at + self.head_took * HEAD_SCAN_SPACING);
+            self.head_wake = Some(self.head_at + self.spacing());
         }
         due
     }
@@ -455,13 +465,16 @@ impl ClaimCursor {
 mod tests {
     use super::*;
 
+    /// A poll interval longer than any spacing these tests reach, unless they say otherwise.
+    const POLL: Duration = Duration::from_secs(60);
+
     fn at(id: i64) -> Option<FetchPosition> {
         Some((1, chrono::DateTime::UNIX_EPOCH, crate::job::JobId(id)))
     }
 
     #[tokio::test(start_paused = true)]
     async fn claims_start_at_the_position_and_from_the_head_every_few_claims() {
-        let mut cursor = ClaimCursor::default();
+        let mut cursor = ClaimCursor::new(POLL);
         assert_eq!(
             cursor.next_claim(),
             None,
@@ -482,7 +495,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_dry_queue_is_looked_at_from_the_head_and_keeps_the_position() {
-        let mut cursor = ClaimCursor::default();
+        let mut cursor = ClaimCursor::new(POLL);
         cursor.claimed(true, Instant::now(), at(100));
         assert_eq!(cursor.next_claim(), at(100));
         cursor.claimed(false, Instant::now(), None);
@@ -499,12 +512,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn slow_claims_from_the_head_are_spaced_out() {
-        let mut cursor = ClaimCursor::default();
+        let mut cursor = ClaimCursor::new(POLL);
         let started = Instant::now();
         let took = Duration::from_millis(300);
         tokio::time::advance(took).await;
         cursor.claimed(true, started, at(100));
-        // Past the interval and the claim count, but not yet ten times the head's cost.
+        // Past the interval and the claim count, but not yet fifty times the head's cost.
         tokio::time::advance(HEAD_SCAN_INTERVAL).await;
         for _ in 0..CLAIMS_BETWEEN_HEAD_SCANS + 1 {
             assert_eq!(cursor.next_claim(), at(100));
@@ -519,5 +532,25 @@ mod tests {
         assert_eq!(cursor.next_claim(), None, "then the head");
         cursor.claimed(true, Instant::now(), None);
         assert_eq!(cursor.next_claim(), at(100));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn claims_from_the_head_are_never_spaced_beyond_the_poll_interval() {
+        let poll = Duration::from_secs(1);
+        let mut cursor = ClaimCursor::new(poll);
+        let started = Instant::now();
+        // Fifty times this would be 15 s.
+        tokio::time::advance(Duration::from_millis(300)).await;
+        cursor.claimed(true, started, at(100));
+        assert_eq!(cursor.next_claim(), at(100));
+        cursor.claimed(false, Instant::now(), None);
+        assert!(!cursor.ran_dry());
+        assert_eq!(
+            cursor.take_head_wake(),
+            Some(Duration::from_millis(700)),
+            "due one poll interval after the last one started"
+        );
+        tokio::time::advance(Duration::from_millis(700)).await;
+        assert_eq!(cursor.next_claim(), None);
     }
 }
