@@ -189,17 +189,22 @@ impl JobRow {
         "tags",
     ];
 
+    /// The position of `attempted_at` in [`JobRow::CLAIMED_COLUMNS`].
+    pub(crate) const CLAIMED_AT_COLUMN: usize = 7;
+
     /// Decodes a row of a claim (`job_get_available*.sql`), read in place by position (the
     /// caller checks the columns against [`JobRow::CLAIMED_COLUMNS`] once per result). The claim
     /// leaves out what every job it claims has in common (state `running`, no `finalized_at`,
     /// the claim's `queue` and fencing `token`) and returns NULL for columns at their usual
     /// value: empty `metadata`, `errors` and `tags`, and an `attempted_by` that names only the
-    /// claiming `client`.
+    /// claiming `client`. Every row's `attempted_at` is the claim statement's `now()`, one value
+    /// for the whole result: the caller reads it once, from the first row, and passes it in.
     pub(crate) fn from_claimed_row(
         row: &mut dyn RowView,
         queue: &str,
         token: i64,
         client: &str,
+        attempted_at: Option<DateTime<Utc>>,
     ) -> Result<Self> {
         Ok(JobRow {
             id: JobId(row.read(0)?),
@@ -213,7 +218,7 @@ impl JobRow {
             priority: row.read(4)?,
             attempt: row.read(5)?,
             max_attempts: row.read(6)?,
-            attempted_at: row.read(7)?,
+            attempted_at,
             attempted_by: row
                 .read::<Option<Vec<String>>>(8)?
                 .unwrap_or_else(|| vec![client.to_owned()]),

@@ -143,6 +143,45 @@ impl RowView for LibraryRow<'_> {
     fn value(&mut self, i: usize) -> Result<Value> {
         decode_column(self.row, self.types, i)
     }
+
+    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
+        typed(self.row, i)
+    }
+
+    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
+        typed(self.row, i)
+    }
+
+    fn text(&mut self, i: usize) -> Result<Option<String>> {
+        typed(self.row, i)
+    }
+
+    fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
+        typed(self.row, i)
+    }
+
+    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
+        typed(self.row, i)
+    }
+
+    fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
+        typed(self.row, i)
+    }
+
+    fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
+        typed(self.row, i)
+    }
+}
+
+/// Reads column `i` as `T` (sqlx checks that `T` reads the column's type), NULL as `None`.
+fn typed<'r, T>(row: &'r PgRow, i: usize) -> Result<Option<T>>
+where
+    T: Decode<'r, Postgres> + sqlx::Type<Postgres>,
+{
+    row.try_get::<Option<T>, _>(i).map_err(|e| {
+        let column = row.column(i);
+        column_error(column.name(), column.type_info().name(), e.into())
+    })
 }
 
 fn decode_value(ty: ColumnType, raw: PgValueRef<'_>) -> Result<Value, BoxDynError> {

@@ -159,6 +159,34 @@ impl RowView for LibraryRow<'_> {
     fn value(&mut self, i: usize) -> Result<Value> {
         decode_column(self.0, i)
     }
+
+    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
+        typed(self.0, i)
+    }
+
+    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
+        typed(self.0, i)
+    }
+
+    fn text(&mut self, i: usize) -> Result<Option<String>> {
+        typed(self.0, i)
+    }
+
+    fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
+        typed(self.0, i)
+    }
+
+    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
+        typed(self.0, i)
+    }
+
+    fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
+        typed(self.0, i)
+    }
+
+    fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
+        typed(self.0, i)
+    }
 }
 
 /// Decodes column `i` by its type.
@@ -208,19 +236,23 @@ fn get<'r, T: FromSql<'r>>(
     null: PgType,
     wrap: impl FnOnce(T) -> Value,
 ) -> Result<Value> {
-    match row.try_get::<_, Option<T>>(i) {
-        Ok(Some(v)) => Ok(wrap(v)),
-        Ok(None) => Ok(Value::Null(null)),
-        Err(e) => {
-            let column = &row.columns()[i];
-            let cause = e.source().map(ToString::to_string).unwrap_or_default();
-            Err(codec_error(format!(
-                "cannot decode column {:?} of type {}: {cause}",
-                column.name(),
-                column.type_()
-            )))
-        }
-    }
+    Ok(match typed(row, i)? {
+        Some(v) => wrap(v),
+        None => Value::Null(null),
+    })
+}
+
+/// Reads column `i` as `T` (the library checks that `T` reads the column's type), NULL as `None`.
+fn typed<'r, T: FromSql<'r>>(row: &'r tokio_postgres::Row, i: usize) -> Result<Option<T>> {
+    row.try_get::<_, Option<T>>(i).map_err(|e| {
+        let column = &row.columns()[i];
+        let cause = e.source().map(ToString::to_string).unwrap_or_default();
+        codec_error(format!(
+            "cannot decode column {:?} of type {}: {cause}",
+            column.name(),
+            column.type_()
+        ))
+    })
 }
 
 #[cfg(test)]

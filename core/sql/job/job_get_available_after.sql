@@ -10,6 +10,7 @@
 -- without decoding it: metadata and errors and tags when empty, attempted_by when it names only
 -- this claim's client $3.
 -- attempted_by keeps the last ten clients: appended in place while shorter, trimmed only beyond.
+-- attempted_at is this statement's now() on every row: the client decodes it from the first row only.
 -- $1: queue
 -- $2: how many jobs at most
 -- $3: id of the client claiming them

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
 use super::value::{FromValue, Value};
 use crate::error::{Error, Result};
 
@@ -105,8 +107,12 @@ impl Row {
 /// decodes its hottest row shape (a claimed job) through this instead of a [`Row`], which would
 /// build a vector of values and look each one up by name first.
 ///
-/// Drivers implement it over their library's row with the same per-column decoding they build a
-/// [`Row`] with; [`Row`] implements it too (for [`Executor::query_with`]'s default).
+/// A driver implements [`RowView::value`] over its library's row with the per-column decoding it
+/// builds a [`Row`] with, and may override the typed readers ([`RowView::int8`] and the rest)
+/// to read a column straight into its Rust type through the library, skipping the [`Value`]; by
+/// default they go through [`RowView::value`]. A typed reader accepts exactly its Postgres type
+/// (core's SQL casts its output columns) and reads NULL as `None`. [`Row`] implements it too (for
+/// [`Executor::query_with`]'s default).
 ///
 /// [`Executor::query_with`]: super::Executor::query_with
 pub trait RowView {
@@ -122,17 +128,126 @@ pub trait RowView {
     ///
     /// [`Error::Decode`] or a codec error when the column has a type pgmill does not read.
     fn value(&mut self, i: usize) -> Result<Value>;
-}
 
-impl dyn RowView + '_ {
-    /// Reads column `i` as `T`.
+    /// Column `i`, a `smallint`.
     ///
     /// # Errors
     ///
-    /// [`Error::Decode`] when the column has another type (or the driver cannot decode it).
-    pub fn read<T: FromValue>(&mut self, i: usize) -> Result<T> {
-        let value = self.value(i)?;
-        T::from_value(value).map_err(|m| Error::decode(format!("column {:?}", self.name(i)), m))
+    /// A decode or codec error when the column has another type.
+    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
+        through_value(self, i)
+    }
+
+    /// Column `i`, a `bigint`.
+    ///
+    /// # Errors
+    ///
+    /// A decode or codec error when the column has another type.
+    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
+        through_value(self, i)
+    }
+
+    /// Column `i`, a `text`.
+    ///
+    /// # Errors
+    ///
+    /// A decode or codec error when the column has another type.
+    fn text(&mut self, i: usize) -> Result<Option<String>> {
+        through_value(self, i)
+    }
+
+    /// Column `i`, a `jsonb`.
+    ///
+    /// # Errors
+    ///
+    /// A decode or codec error when the column has another type.
+    fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
+        through_value(self, i)
+    }
+
+    /// Column `i`, a `timestamptz`.
+    ///
+    /// # Errors
+    ///
+    /// A decode or codec error when the column has another type.
+    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
+        through_value(self, i)
+    }
+
+    /// Column `i`, a `text[]`.
+    ///
+    /// # Errors
+    ///
+    /// A decode or codec error when the column has another type.
+    fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
+        through_value(self, i)
+    }
+
+    /// Column `i`, a `jsonb[]`.
+    ///
+    /// # Errors
+    ///
+    /// A decode or codec error when the column has another type.
+    fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
+        through_value(self, i)
+    }
+}
+
+/// A typed reader's default: the column's [`Value`], converted.
+fn through_value<V: RowView + ?Sized, T: FromValue>(row: &mut V, i: usize) -> Result<Option<T>> {
+    let value = row.value(i)?;
+    Option::<T>::from_value(value).map_err(|m| column_error(row.name(i), m))
+}
+
+fn column_error(name: &str, message: impl Into<String>) -> Error {
+    Error::decode(format!("column {name:?}"), message)
+}
+
+/// A Rust type read from one column of a [`RowView`] by its typed reader: `T` for a column that
+/// must not be NULL, `Option<T>` for one that may be.
+pub trait FromColumn: Sized {
+    /// Reads column `i` of `row`.
+    ///
+    /// # Errors
+    ///
+    /// A decode or codec error when the column has another type, or is NULL for a `T`.
+    fn from_column(row: &mut dyn RowView, i: usize) -> Result<Self>;
+}
+
+macro_rules! from_column {
+    ($ty:ty, $reader:ident) => {
+        impl FromColumn for Option<$ty> {
+            fn from_column(row: &mut dyn RowView, i: usize) -> Result<Self> {
+                row.$reader(i)
+            }
+        }
+
+        impl FromColumn for $ty {
+            fn from_column(row: &mut dyn RowView, i: usize) -> Result<Self> {
+                row.$reader(i)?
+                    .ok_or_else(|| column_error(row.name(i), "expected a value, found NULL"))
+            }
+        }
+    };
+}
+
+from_column!(i16, int2);
+from_column!(i64, int8);
+from_column!(String, text);
+from_column!(serde_json::Value, jsonb);
+from_column!(DateTime<Utc>, timestamptz);
+from_column!(Vec<String>, text_array);
+from_column!(Vec<serde_json::Value>, jsonb_array);
+
+impl dyn RowView + '_ {
+    /// Reads column `i` as `T` through its typed reader.
+    ///
+    /// # Errors
+    ///
+    /// A decode or codec error when the column has another type, or is NULL for a `T` that is
+    /// not an `Option`.
+    pub fn read<T: FromColumn>(&mut self, i: usize) -> Result<T> {
+        T::from_column(self, i)
     }
 
     /// Checks that the row's columns are `names`, in that order: a decoder reading by position
@@ -318,7 +433,19 @@ mod tests {
         assert!(renamed.unwrap_err().to_string().contains("\"label\""));
         let narrower = rows_with(rows.clone(), |row| row.expect_columns(&["n"]));
         assert!(narrower.is_err());
-        let mistyped = rows_with(rows, |row| row.read::<i16>(0));
+        let mistyped = rows_with(rows.clone(), |row| row.read::<i16>(0));
         assert!(mistyped.unwrap_err().to_string().contains("\"n\""));
+        let nulls = decode_result(
+            &[()],
+            |_| ["n"],
+            |_| Ok(vec![Value::Null(super::super::PgType::Int8)]),
+        )
+        .unwrap();
+        assert_eq!(
+            rows_with(nulls.clone(), |row| row.read::<Option<i64>>(0)).unwrap(),
+            vec![None]
+        );
+        let required = rows_with(nulls, |row| row.read::<i64>(0)).unwrap_err();
+        assert!(required.to_string().contains("NULL"), "{required}");
     }
 }

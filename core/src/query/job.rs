@@ -231,13 +231,16 @@ pub(crate) async fn job_get_available<E: Executor>(
     if let Some((priority, scheduled_at, id)) = after {
         stmt = stmt.bind(priority).bind(scheduled_at).bind(id.0);
     }
+    // The claim's time, read once: the statement sets every row's `attempted_at` to its `now()`.
+    let mut attempted_at = None;
     let mut first = true;
     let mut jobs = exec
         .query_with(&stmt, |row| {
             if std::mem::take(&mut first) {
                 row.expect_columns(&JobRow::CLAIMED_COLUMNS)?;
+                attempted_at = row.read(JobRow::CLAIMED_AT_COLUMN)?;
             }
-            JobRow::from_claimed_row(row, queue, claim_token, client_id).map(Arc::new)
+            JobRow::from_claimed_row(row, queue, claim_token, client_id, attempted_at).map(Arc::new)
         })
         .await?;
     // RETURNING has no order; run in fetch order.
