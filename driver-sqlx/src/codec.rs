@@ -145,43 +145,61 @@ impl RowView for LibraryRow<'_> {
     }
 
     fn int2(&mut self, i: usize) -> Result<Option<i16>> {
-        typed(self.row, i)
+        self.typed(i, &[ColumnType::Int2])
     }
 
     fn int8(&mut self, i: usize) -> Result<Option<i64>> {
-        typed(self.row, i)
+        self.typed(i, &[ColumnType::Int8])
     }
 
     fn text(&mut self, i: usize) -> Result<Option<String>> {
-        typed(self.row, i)
+        self.typed(i, &[ColumnType::Text])
     }
 
     fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
-        typed(self.row, i)
+        // sqlx tells json from jsonb by the value's type itself.
+        self.typed(i, &[ColumnType::Jsonb, ColumnType::Json])
     }
 
     fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
-        typed(self.row, i)
+        self.typed(i, &[ColumnType::Timestamptz])
     }
 
     fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
-        typed(self.row, i)
+        self.typed(i, &[ColumnType::TextArray])
     }
 
     fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
-        typed(self.row, i)
+        self.typed(i, &[ColumnType::JsonbArray, ColumnType::JsonArray])
     }
 }
 
-/// Reads column `i` as `T` (sqlx checks that `T` reads the column's type), NULL as `None`.
-fn typed<'r, T>(row: &'r PgRow, i: usize) -> Result<Option<T>>
-where
-    T: Decode<'r, Postgres> + sqlx::Type<Postgres>,
-{
-    row.try_get::<Option<T>, _>(i).map_err(|e| {
-        let column = row.column(i);
-        column_error(column.name(), column.type_info().name(), e.into())
-    })
+impl<'r> LibraryRow<'r> {
+    /// Reads column `i` as `T` when its type is one of `accepted`, NULL as `None`. The types
+    /// were read once per result ([`column_types`]), so each value is only decoded, without
+    /// sqlx's per-value type check (`Row::try_get`), which costs more than the decoding.
+    fn typed<T: Decode<'r, Postgres>>(
+        &self,
+        i: usize,
+        accepted: &[ColumnType],
+    ) -> Result<Option<T>> {
+        let column = || self.row.column(i);
+        if !accepted.contains(&self.types[i]) {
+            let expected = accepted[0].pg_type().name();
+            return Err(column_error(
+                column().name(),
+                column().type_info().name(),
+                format!("read as {expected}").into(),
+            ));
+        }
+        let raw = self.row.try_get_raw(i).map_err(db_error)?;
+        if raw.is_null() {
+            return Ok(None);
+        }
+        T::decode(raw)
+            .map(Some)
+            .map_err(|e| column_error(column().name(), column().type_info().name(), e))
+    }
 }
 
 fn decode_value(ty: ColumnType, raw: PgValueRef<'_>) -> Result<Value, BoxDynError> {
