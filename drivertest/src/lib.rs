@@ -322,6 +322,7 @@ macro_rules! __conformance_cases {
                 json_array_decodes_as_jsonb_array,
                 interval_with_days_decodes, unsupported_type_is_a_decode_error,
                 query_scalar_of_no_rows_is_an_error,
+                rows_read_in_place_read_each_type_and_refuse_others,
             }
             error_sqlstate {
                 unique_violation_keeps_its_sqlstate, syntax_error_keeps_its_sqlstate,

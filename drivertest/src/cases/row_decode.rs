@@ -126,3 +126,73 @@ pub async fn query_scalar_of_no_rows_is_an_error<H: Harness>() {
         .expect_err("no rows");
     assert!(matches!(err, pgmill::Error::Decode { .. }), "{err}");
 }
+
+/// Rows read in place ([`Executor::query_with`]): every typed reader reads its type (NULL as
+/// `None`), a typed read of a column of another type or a NULL where a value is required is an
+/// error naming the column, and the connection stays usable.
+pub async fn rows_read_in_place_read_each_type_and_refuse_others<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let sql = "SELECT g::bigint AS id, (g % 3)::smallint AS small, ('k' || g)::text AS kind, \
+               jsonb_build_object('i', g) AS args, \
+               timestamptz '2026-01-02 03:04:05.678901+00' + g * interval '1 second' AS at, \
+               ARRAY['a', 'b']::text[] AS names, ARRAY['{\"x\": 1}'::jsonb] AS docs, \
+               NULL::jsonb AS nothing, 'abc'::varchar AS label \
+               FROM generate_series(1, 3) g ORDER BY g";
+    let read = conn
+        .query_with(&Statement::new(sql), |row| {
+            row.expect_columns(&[
+                "id", "small", "kind", "args", "at", "names", "docs", "nothing", "label",
+            ])?;
+            Ok((
+                row.read::<i64>(0)?,
+                row.read::<i16>(1)?,
+                row.read::<String>(2)?,
+                row.read::<serde_json::Value>(3)?,
+                row.read::<chrono::DateTime<chrono::Utc>>(4)?,
+                row.read::<Vec<String>>(5)?,
+                row.read::<Vec<serde_json::Value>>(6)?,
+                row.read::<Option<serde_json::Value>>(7)?,
+                row.read::<String>(8)?,
+            ))
+        })
+        .await
+        .unwrap();
+    assert_eq!(read.len(), 3);
+    let (id, small, kind, args, at, names, docs, nothing, label) = &read[1];
+    assert_eq!((*id, *small, kind.as_str()), (2, 2, "k2"));
+    assert_eq!(*args, json!({"i": 2}));
+    assert_eq!(
+        at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "2026-01-02T03:04:07.678901Z"
+    );
+    assert_eq!(*names, ["a", "b"]);
+    assert_eq!(*docs, [json!({"x": 1})]);
+    assert_eq!((nothing, label.as_str()), (&None, "abc"));
+
+    let mistyped = conn
+        .query_with(&Statement::new(sql), |row| row.read::<i16>(0))
+        .await
+        .expect_err("a bigint read as a smallint");
+    assert!(mistyped.to_string().contains("id"), "{mistyped}");
+    let text_as_json = conn
+        .query_with(&Statement::new(sql), |row| row.read::<serde_json::Value>(2))
+        .await
+        .expect_err("text read as jsonb");
+    assert!(text_as_json.to_string().contains("kind"), "{text_as_json}");
+    let null = conn
+        .query_with(&Statement::new(sql), |row| row.read::<serde_json::Value>(7))
+        .await
+        .expect_err("a NULL where a value is required");
+    assert!(null.to_string().contains("nothing"), "{null}");
+    let renamed = conn
+        .query_with(&Statement::new(sql), |row| row.expect_columns(&["id"]))
+        .await
+        .expect_err("fewer columns than the result has");
+    assert!(matches!(renamed, pgmill::Error::Decode { .. }), "{renamed}");
+    let one: i32 = conn
+        .query_scalar(&Statement::new("SELECT 1::int AS one"))
+        .await
+        .expect("connection still usable");
+    assert_eq!(one, 1);
+}
