@@ -53,15 +53,14 @@ pub(crate) fn query(
     stmt: &Statement,
     how: Statements,
 ) -> Result<Vec<Row>> {
-    let rows = SqlStatement::new(stmt, how)?
-        .load::<DynamicRow>(conn)
-        .map_err(|e| match e {
-            diesel::result::Error::DeserializationError(inner) => match inner.downcast::<Error>() {
-                Ok(decode) => *decode,
-                Err(other) => query_error(diesel::result::Error::DeserializationError(other)),
-            },
-            other => query_error(other),
-        })?;
+    let statement = SqlStatement::new(stmt, how)?;
+    let rows = with_fresh_columns(|| statement.load::<DynamicRow>(conn)).map_err(|e| match e {
+        diesel::result::Error::DeserializationError(inner) => match inner.downcast::<Error>() {
+            Ok(decode) => *decode,
+            Err(other) => query_error(diesel::result::Error::DeserializationError(other)),
+        },
+        other => query_error(other),
+    })?;
     Ok(finish_rows(rows))
 }
 
@@ -249,29 +248,37 @@ struct DynamicRow {
 }
 
 thread_local! {
-    /// The column names of the last row decoded on this thread, shared by the next rows with the
-    /// same names so a result's rows hold one `Arc<[String]>`.
-    static LAST_COLUMNS: RefCell<Option<Arc<[String]>>> = const { RefCell::new(None) };
+    /// The column names of the result being loaded on this thread, read from its first row and
+    /// shared by the rest ([`query`] empties it before and after each load).
+    static RESULT_COLUMNS: RefCell<Option<Arc<[String]>>> = const { RefCell::new(None) };
 }
 
+/// The names of the columns of the result `row` belongs to: read from the result's first row
+/// only (every row of a result has the same columns).
 fn shared_columns<'a, R: DieselRow<'a, Pg>>(row: &R) -> Arc<[String]> {
-    let count = row.field_count();
-    let names = |i: usize| DieselRow::get(row, i).and_then(|f| f.field_name().map(str::to_owned));
-    LAST_COLUMNS.with(|last| {
-        let mut last = last.borrow_mut();
-        if let Some(cols) = last.as_ref() {
-            let same = cols.len() == count
-                && cols.iter().enumerate().all(|(i, c)| {
-                    DieselRow::get(row, i).is_some_and(|f| f.field_name().unwrap_or_default() == c)
-                });
-            if same {
-                return Arc::clone(cols);
-            }
-        }
-        let cols: Arc<[String]> = (0..count).map(|i| names(i).unwrap_or_default()).collect();
-        *last = Some(Arc::clone(&cols));
-        cols
+    RESULT_COLUMNS.with(|columns| {
+        let mut columns = columns.borrow_mut();
+        let columns = columns.get_or_insert_with(|| {
+            (0..row.field_count())
+                .map(|i| {
+                    DieselRow::get(row, i)
+                        .and_then(|f| f.field_name().map(str::to_owned))
+                        .unwrap_or_default()
+                })
+                .collect()
+        });
+        Arc::clone(columns)
     })
+}
+
+/// Runs `load` with [`RESULT_COLUMNS`] empty before and after it, so the names read from its
+/// first row are neither a previous result's nor left for the next.
+fn with_fresh_columns<T>(load: impl FnOnce() -> T) -> T {
+    let forget = || RESULT_COLUMNS.with(|c| c.borrow_mut().take());
+    forget();
+    let loaded = load();
+    forget();
+    loaded
 }
 
 impl QueryableByName<Pg> for DynamicRow {
