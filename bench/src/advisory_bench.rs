@@ -95,6 +95,7 @@ pub(crate) async fn work(
     let n = scenario.jobs;
     let ledger = Arc::new(ExecutionLedger::new(n));
     queue_jobs(db, schema, n, "advisory: queueing").await?;
+    db.settle(schema).await?;
 
     let locker = Arc::new(db.connect().await?);
     let claim_stmt = locker

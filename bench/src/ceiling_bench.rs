@@ -345,6 +345,7 @@ impl CeilingBench<'_> {
         let n = scenario.jobs;
         let ledger = Arc::new(ExecutionLedger::new(n));
         queue_jobs(self.db, schema, n, "ceiling: queueing").await?;
+        self.db.settle(schema).await?;
 
         let fetcher = self.db.connect().await?;
         let claim_stmt = fetcher

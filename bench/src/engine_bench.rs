@@ -172,6 +172,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         let client = self.worker_client(schema, scenario, worker)?;
         let spinner = Progress::spinner(format!("{}: queueing {n} jobs", self.name));
         client.insert_bulk(&bench_params(n)?).await?;
+        self.db.settle(schema).await?;
         spinner.finish();
         let progress = Progress::bar(n, format!("{}: working", self.name));
         let stopwatch = Stopwatch::start(self.db).await;
