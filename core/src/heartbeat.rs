@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::TimeDelta;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
@@ -80,11 +81,14 @@ pub(crate) struct Heartbeat<D: Driver> {
     in_flight: Arc<InFlight>,
     last_beat: Arc<LastBeat>,
     health: Arc<HealthState>,
+    /// Set once this start of the client has its row: its producers claim nothing before.
+    registered: Arc<watch::Sender<bool>>,
 }
 
 impl<D: Driver> Heartbeat<D> {
     /// A heartbeat for `client_id`, which works `queues`, every `interval`, covering the jobs in
-    /// `in_flight`, and recording each success in `last_beat`.
+    /// `in_flight`, recording each success in `last_beat`, and setting `registered` once the
+    /// client's row exists.
     #[allow(clippy::too_many_arguments)] // Each is a separate part of the client it reports to.
     pub(crate) fn new(
         driver: D,
@@ -95,6 +99,7 @@ impl<D: Driver> Heartbeat<D> {
         in_flight: Arc<InFlight>,
         last_beat: Arc<LastBeat>,
         health: Arc<HealthState>,
+        registered: Arc<watch::Sender<bool>>,
     ) -> Self {
         Heartbeat {
             driver,
@@ -105,6 +110,7 @@ impl<D: Driver> Heartbeat<D> {
             in_flight,
             last_beat,
             health,
+            registered,
         }
     }
 
@@ -125,6 +131,7 @@ impl<D: Driver> Heartbeat<D> {
                         self.last_beat.record(sent);
                         self.health.heartbeat_succeeded();
                         registered = true;
+                        self.registered.send_replace(true);
                         if restarted {
                             recovering = Some((3, Instant::now() + RECOVERY_WINDOW));
                         }
@@ -194,8 +201,9 @@ impl<D: Driver> Heartbeat<D> {
             &self.queues,
         ))
         .await?;
-        // Also on the first registration: a producer may have claimed jobs before it, and the
-        // database may have lost those claims already.
+        // Also on the first registration, though producers wait for it before claiming: a
+        // claim given up on (a timeout) may commit meanwhile, and a re-registration's claims may
+        // have been lost with the old primary.
         let running = self.in_flight.snapshot();
         let reasserted: i64 = if running.is_empty() {
             0

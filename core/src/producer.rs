@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use metrics::Histogram;
 use rand::Rng;
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
@@ -81,6 +82,8 @@ pub(crate) struct ProducerConfig {
     pub(crate) health: Arc<HealthState>,
     /// The client's fencing tokens, one per fetch.
     pub(crate) claim_tokens: Arc<ClaimTokens>,
+    /// True once the client's heartbeat has registered its row for this start.
+    pub(crate) registered: watch::Receiver<bool>,
 }
 
 /// Fetches one queue's jobs into its worker slots and runs them.
@@ -140,6 +143,16 @@ impl<D: Driver> Producer<D> {
                 kill.clone(),
             )));
             let mut backoff = Duration::from_millis(100);
+            // Nothing is claimed before the client's row exists: the rescuer takes a job whose
+            // client has no row for one that vanished, and rescues it only after seeing the row
+            // missing for a whole client timeout, so a client that died between its first claim
+            // and its first heartbeat left its jobs stuck for up to twice that.
+            let mut registered = self.config.registered.clone();
+            tokio::select! {
+                () = stop.cancelled() => {}
+                // An error only when the heartbeat is gone: the client is stopping.
+                _ = registered.wait_for(|r| *r) => {}
+            }
             let fetching = self.config.health.producer_running();
             self.refresh().await;
             let mut last_refresh = Instant::now();

@@ -262,6 +262,7 @@ macro_rules! __conformance_cases {
                 rescue_meets_its_bound_with_defaults_when_the_leader_dies,
                 a_fetch_that_timed_out_after_its_claim_committed_is_reconciled,
                 an_expired_client_missed_by_a_pass_is_rescued_at_the_next,
+                a_client_claims_nothing_before_its_row_exists,
             }
             maintenance {
                 jobs_of_a_killed_worker_are_rescued,

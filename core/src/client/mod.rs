@@ -299,6 +299,8 @@ impl<D: Driver> Client<D> {
             inner.middleware.clone(),
             inner.metrics.clone(),
         ));
+        // Opened by the heartbeat once this start's client row exists; producers wait for it.
+        let registered = Arc::new(watch::channel(false).0);
         let producer_config = ProducerConfig {
             client_id: inner.id.clone(),
             fetch_limit: cfg.fetch_limit,
@@ -309,6 +311,7 @@ impl<D: Driver> Client<D> {
             metrics: inner.metrics.clone(),
             claim_tokens: Arc::clone(&inner.claim_tokens),
             health: Arc::clone(&inner.health),
+            registered: registered.subscribe(),
         };
         let kill = CancellationToken::new();
         let mut producers = Vec::new();
@@ -367,6 +370,7 @@ impl<D: Driver> Client<D> {
                 Arc::clone(&inner.in_flight),
                 last_beat,
                 Arc::clone(&inner.health),
+                registered,
             );
             background.push(
                 spawn_supervised("heartbeat", backoff, move |stop| {

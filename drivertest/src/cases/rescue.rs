@@ -419,3 +419,48 @@ pub async fn an_expired_client_missed_by_a_pass_is_rescued_at_the_next<H: Harnes
     );
     leader.stop().await;
 }
+
+/// A client claims nothing before its heartbeat has registered its row. The rescuer takes a job
+/// whose client has no row for one of a client that vanished, and rescues it only after seeing
+/// the row missing for a whole client timeout: a client that died between its first claim and its
+/// first heartbeat left its jobs stuck for up to twice the timeout (a kill under load right after
+/// a start broke the 30 s bound above). Here the client table is locked, so the first heartbeat
+/// waits: the queued job stays available until the lock goes, then runs.
+pub async fn a_client_claims_nothing_before_its_row_exists<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let inserter = pgmill::Inserter::new(ctx.schema.clone());
+    inserter
+        .insert(&mut ctx.conn().await, Task { n: 1 })
+        .await
+        .unwrap();
+    let mut locker = ctx.conn().await;
+    let mut tx = locker.begin().await.unwrap();
+    tx.execute(&ctx.stmt("LOCK TABLE {schema}.pgmill_client IN ACCESS EXCLUSIVE MODE"))
+        .await
+        .unwrap();
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .worker(ScriptedWorker::new(|_| async { Ok(()) }))
+        .build()
+        .unwrap();
+    // Started from a task of its own: nothing says `start` itself does not touch the table.
+    let starting = tokio::spawn({
+        let client = client.clone();
+        async move { client.start().await }
+    });
+    // Several of the client's 50 ms polls.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        count_in(&ctx, JobState::Available).await,
+        1,
+        "a job was claimed before the client's row existed"
+    );
+    tx.rollback().await.unwrap();
+    starting.await.unwrap().unwrap();
+    wait_for("the job ran once the row existed", async || {
+        count_in(&ctx, JobState::Completed).await == 1
+    })
+    .await;
+    assert_eq!(ctx.count("pgmill_client").await, 1);
+    client.stop().await;
+}
