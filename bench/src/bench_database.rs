@@ -217,9 +217,7 @@ impl BenchDatabase {
         .await?;
         progress.finish();
         let spinner = Progress::spinner("vacuuming the preloaded table");
-        self.admin
-            .batch_execute(&format!("VACUUM (ANALYZE) {}.pgmill_job", schema.quoted()))
-            .await?;
+        self.vacuum(schema).await?;
         spinner.finish();
         Ok(())
     }
@@ -258,10 +256,16 @@ impl BenchDatabase {
     ///
     /// The database error of the vacuum.
     pub(crate) async fn settle(&self, schema: &Schema) -> Result<(), BenchError> {
+        self.vacuum(schema).await?;
+        self.checkpoint().await;
+        Ok(())
+    }
+
+    /// `VACUUM (ANALYZE)` of the schema's job table.
+    async fn vacuum(&self, schema: &Schema) -> Result<(), BenchError> {
         self.admin
             .batch_execute(&format!("VACUUM (ANALYZE) {}.pgmill_job", schema.quoted()))
             .await?;
-        self.checkpoint().await;
         Ok(())
     }
 

@@ -412,7 +412,7 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
         };
         let ratio = match (r.ceiling_ratio, r.notify_ratio, r.host_ratio) {
             (Some(c), Some(n), _) => format!("{c:.3} ({n:.2}x notify)"),
-            (Some(c), None, Some(h)) => format!("{c:.3} ({h:.2}x {}_plain)", r.driver),
+            (Some(c), None, Some(h)) => format!("{c:.3} ({h:.2}x {}{PLAIN_SUFFIX})", r.driver),
             (Some(c), None, None) => format!("{c:.3}"),
             _ => String::new(),
         };

@@ -97,6 +97,13 @@ pub(crate) struct Completion {
     pub(crate) ran_past_timeout: Option<Duration>,
 }
 
+impl Completion {
+    /// The job and the fencing token of the claim the outcome belongs to.
+    fn claim(&self) -> (JobId, i64) {
+        (self.job.id, self.job.claim_token.unwrap_or(NO_CLAIM))
+    }
+}
+
 /// Counters shared with the client.
 #[derive(Debug, Default)]
 pub(crate) struct CompleterStats {
@@ -174,11 +181,8 @@ impl<D: Driver> BatchCompleter<D> {
                 // Idle: the connection goes back to the pool until the next outcome.
                 lease = None;
             }
-            self.in_flight.remove_all(
-                batch
-                    .iter()
-                    .map(|c| (c.job.id, c.job.claim_token.unwrap_or(NO_CLAIM))),
-            );
+            self.in_flight
+                .remove_all(batch.iter().map(Completion::claim));
             batch.clear();
         }
     }
@@ -228,12 +232,7 @@ impl<D: Driver> BatchCompleter<D> {
                 && c.job.metadata.get("periodic").is_none()
         });
         let stmt = if plain {
-            job_set_completed_many(
-                &self.schema,
-                batch
-                    .iter()
-                    .map(|c| (c.job.id, c.job.claim_token.unwrap_or(NO_CLAIM))),
-            )
+            job_set_completed_many(&self.schema, batch.iter().map(Completion::claim))
         } else {
             let params: Vec<SetStateParams> =
                 batch.iter().map(|c| c.outcome.params(&c.job)).collect();

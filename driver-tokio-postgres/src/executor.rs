@@ -1,10 +1,11 @@
 //! Executors over pooled connections, transactions and the application's own clients.
 //!
-//! Two implementations, one per connection kind: [`TokioPostgresConnection`], a pooled connection
-//! that keeps its prepared statements in deadpool's cache, and [`TokioPostgresExecutor`], over any
-//! `GenericClient`, borrowed from the application or a transaction this crate opened. The latter
-//! prepares each statement once in the connection's cache when it has one (deadpool's objects and
-//! transactions through [`DeadpoolClientExt`], and transactions opened on a pooled connection);
+//! [`TokioPostgresExecutor`] runs every statement, over any `GenericClient`: borrowed from the
+//! application, a transaction this crate opened, or the client of a [`TokioPostgresConnection`]
+//! (a pooled connection, whose statements go through it, and whose COPYs are its own). It
+//! prepares each statement once in the connection's cache when it has one (pooled connections,
+//! deadpool's objects and transactions through [`DeadpoolClientExt`], and transactions opened on
+//! a pooled connection);
 //! otherwise, and when [`TokioPostgresExecutor::unnamed`], it runs every statement with
 //! `query_typed` / `execute_typed`: one round trip, an unnamed statement (so it also works behind
 //! PgBouncer in transaction mode), and parameter types sent explicitly, so the server never has
@@ -63,34 +64,17 @@ impl TokioPostgresConnection {
         &mut self.0
     }
 
-    /// Runs a statement for its rows, as the library returns them.
-    async fn rows(&mut self, stmt: &Statement) -> Result<Vec<tokio_postgres::Row>> {
-        if self.1 == Statements::Unnamed {
-            return TokioPostgresExecutor::new(self.client_mut())
-                .rows(stmt)
-                .await;
-        }
-        let (prepared, params) = self.prepare(stmt).await?;
-        self.client()
-            .query(&prepared, &params.values())
-            .await
-            .map_err(db_error)
+    /// deadpool's cache of this connection's prepared statements, unless statements go unnamed.
+    fn statement_cache(&self) -> Option<Arc<StatementCache>> {
+        (self.1 == Statements::Cached).then(|| Arc::clone(&self.0.statement_cache))
     }
 
-    /// The statement prepared once per connection and kept in deadpool's cache, with its
-    /// parameters: the engine runs the same few statements over and over, and planning them on
-    /// every call costs more than running them.
-    async fn prepare<'s>(
-        &self,
-        stmt: &'s Statement,
-    ) -> Result<(tokio_postgres::Statement, Params<'s>)> {
-        let params = Params::new(stmt)?;
-        let prepared = self
-            .0
-            .prepare_typed_cached(stmt.sql(), &params.types())
-            .await
-            .map_err(db_error)?;
-        Ok((prepared, params))
+    /// This connection as the generic executor: the engine runs the same few statements over and
+    /// over, and planning them on every call costs more than running them, so each is prepared
+    /// once per connection in deadpool's cache (or sent unnamed).
+    fn executor(&mut self) -> TokioPostgresExecutor<&mut Client> {
+        let cache = self.statement_cache();
+        TokioPostgresExecutor(self.client_mut(), cache)
     }
 }
 
@@ -101,20 +85,11 @@ impl Executor for TokioPostgresConnection {
         Self: 't;
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
-        if self.1 == Statements::Unnamed {
-            return TokioPostgresExecutor::new(self.client_mut())
-                .execute(stmt)
-                .await;
-        }
-        let (prepared, params) = self.prepare(stmt).await?;
-        self.client()
-            .execute(&prepared, &params.values())
-            .await
-            .map_err(db_error)
+        self.executor().execute(stmt).await
     }
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
-        decode_rows(&self.rows(stmt).await?)
+        self.executor().query(stmt).await
     }
 
     async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
@@ -122,7 +97,7 @@ impl Executor for TokioPostgresConnection {
         T: Send,
         F: FnMut(&mut dyn RowView) -> Result<T> + Send,
     {
-        decode_rows_with(&self.rows(stmt).await?, decode)
+        self.executor().query_with(stmt, decode).await
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
@@ -132,7 +107,7 @@ impl Executor for TokioPostgresConnection {
     async fn begin(&mut self) -> Result<TokioPostgresTransaction<'_>> {
         // deadpool's `ClientWrapper::transaction` returns its own wrapper; take tokio-postgres's.
         // Statements in the transaction use the connection's cache too, unless unnamed.
-        let cache = (self.1 == Statements::Cached).then(|| Arc::clone(&self.0.statement_cache));
+        let cache = self.statement_cache();
         let tx = self.client_mut().transaction().await.map_err(db_error)?;
         Ok(TokioPostgresExecutor(tx, cache))
     }

@@ -70,7 +70,7 @@ impl Row {
         let i = (start..n)
             .chain(0..start)
             .find(|&i| self.columns[i] == name)
-            .ok_or_else(|| Error::decode(format!("column {name:?}"), "no such column"))?;
+            .ok_or_else(|| column_error(name, "no such column"))?;
         self.next = i + 1;
         Ok(i)
     }
@@ -85,9 +85,8 @@ impl Row {
             .columns
             .iter()
             .position(|c| c == name)
-            .ok_or_else(|| Error::decode(format!("column {name:?}"), "no such column"))?;
-        T::from_value(self.values[i].clone())
-            .map_err(|m| Error::decode(format!("column {name:?}"), m))
+            .ok_or_else(|| column_error(name, "no such column"))?;
+        T::from_value(self.values[i].clone()).map_err(|m| column_error(name, m))
     }
 
     /// Takes column `name` out of the row as `T` without cloning; the column reads NULL after.
@@ -99,7 +98,7 @@ impl Row {
         let i = self.index(name)?;
         let ty = self.values[i].pg_type();
         let v = std::mem::replace(&mut self.values[i], Value::Null(ty));
-        T::from_value(v).map_err(|m| Error::decode(format!("column {name:?}"), m))
+        T::from_value(v).map_err(|m| column_error(name, m))
     }
 }
 

@@ -314,7 +314,6 @@ pub(crate) fn job_set_state_if_running_many(
         .bind(params.iter().map(|p| p.claim_token).collect::<Vec<_>>())
 }
 
-/// The lean statement for a batch of plain completions of non-periodic jobs (fenced alike).
 /// A row `job_set_completed_many` completed: every one is completed at the attempt and with the
 /// schedule of the claim that ran it.
 #[derive(Debug, Clone, PartialEq)]
@@ -332,7 +331,8 @@ impl FromRow for CompletedRow {
     }
 }
 
-/// Completes the claims `(id, fencing token)`.
+/// The lean statement for a batch of plain completions of non-periodic jobs, fenced alike: it
+/// completes the claims `(id, fencing token)`.
 pub(crate) fn job_set_completed_many(
     schema: &Schema,
     claims: impl Iterator<Item = (JobId, i64)> + Clone,
