@@ -1,11 +1,11 @@
 //! Core's statements through diesel, and rows decoded dynamically.
 //!
-//! A statement runs as a [`SqlStatement`]: `diesel::sql_query(sql).into_boxed::<Pg>()` with one
-//! typed bind per [`Value`], which diesel keeps in the connection's prepared statement cache,
-//! keyed by its SQL and bind types, so the engine's few statements are each prepared once per
-//! connection instead of parsed and planned on every call (unless the connection's cache is
-//! disabled, `set_prepared_statement_cache_size(CacheSize::Disabled)`). Unnamed, it is a plain
-//! `sql_query`, which diesel never caches: one round trip, for a transaction-mode pooler.
+//! A statement runs as a [`SqlStatement`]: core's SQL with one typed bind per [`Value`], which
+//! diesel keeps in the connection's prepared statement cache, keyed by its SQL and bind types, so
+//! the engine's few statements are each prepared once per connection instead of parsed and
+//! planned on every call (unless the connection's cache is disabled,
+//! `set_prepared_statement_cache_size(CacheSize::Disabled)`), whether they run for rows or for a
+//! count. Unnamed, diesel never caches it: one round trip, for a transaction-mode pooler.
 //!
 //! [`DynamicRow`] implements diesel's [`QueryableByName`] by hand and, instead of looking columns
 //! up by name, walks every field of the row, reads its type OID with [`PgValue::get_oid`] and
@@ -18,7 +18,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use diesel::deserialize::{self, FromSql, QueryableByName};
 use diesel::pg::data_types::PgInterval;
 use diesel::pg::{Pg, PgValue};
-use diesel::query_builder::{AstPass, BoxedSqlQuery, Query, QueryFragment, QueryId, SqlQuery};
+use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::row::{Field, NamedRow, Row as DieselRow};
 use diesel::sql_types::{
     Array, BigInt, Binary, Bool, Double, Integer, Interval, Json, Jsonb, Nullable, SmallInt, Text,
@@ -35,7 +35,7 @@ use crate::error::query_error;
 pub(crate) enum Statements {
     /// Through the connection's prepared statement cache.
     Cached,
-    /// Unnamed, each parsed and planned in its one round trip (`sql_query`).
+    /// Unnamed, each parsed and planned in its one round trip (as diesel sends a `sql_query`).
     Unnamed,
 }
 
@@ -64,20 +64,57 @@ pub(crate) fn query(
     Ok(finish_rows(rows))
 }
 
-/// A statement as diesel runs it: `sql_query(sql)` with each parameter bound with its SQL type.
-/// `sql_query` marks itself unsafe to cache; cached, this says it is safe (pgmill's statements
-/// are fixed SQL texts with typed binds), so diesel keys the prepared statement by its SQL and
-/// bind types. Unnamed, it leaves `sql_query`'s answer, and diesel sends it unnamed.
+/// A statement as diesel runs it: core's SQL with each parameter bound with its SQL type.
+///
+/// diesel caches a prepared statement only when every fragment of the query says it may, and
+/// `sql_query` always says no; diesel's `execute` asks through a reference, whose answer comes
+/// from walking the fragments again (not from an override of `is_safe_to_cache_prepared`), so
+/// this says it in its walk: cached, it marks nothing, and diesel keys the prepared statement by
+/// its SQL and bind types; unnamed, it marks itself unsafe to cache, and diesel sends it unnamed.
+///
+/// diesel writes a placeholder (`$1`, `$2`, ...) into the SQL for every parameter it binds, where
+/// a hand-written query puts them. Core's SQL already names its parameters (some more than once,
+/// not always in order), so the placeholders diesel writes go in a comment after it, which the
+/// server ignores, and the values bind to core's `$n` in the same order.
 struct SqlStatement<'a> {
-    query: BoxedSqlQuery<'a, Pg, SqlQuery>,
+    stmt: &'a Statement,
     how: Statements,
+    /// The statement's interval parameters in diesel's form, in order (diesel binds references).
+    intervals: Vec<PgInterval>,
 }
 
 impl<'a> SqlStatement<'a> {
     fn new(stmt: &'a Statement, how: Statements) -> Result<Self> {
+        let mut intervals = Vec::new();
+        for value in stmt.params() {
+            match value {
+                Value::Interval(v) => {
+                    let (months, days, micros) = interval::to_parts(*v)
+                        .map_err(|m| Error::from(DbError::new(DbErrorKind::Codec, m)))?;
+                    intervals.push(PgInterval::new(micros, days, months));
+                }
+                Value::Null(ty) if null_of(*ty).is_none() => return Err(unsupported_type(*ty)),
+                Value::Null(_)
+                | Value::Bool(_)
+                | Value::Int2(_)
+                | Value::Int4(_)
+                | Value::Int8(_)
+                | Value::Float8(_)
+                | Value::Text(_)
+                | Value::Bytea(_)
+                | Value::Jsonb(_)
+                | Value::Timestamptz(_)
+                | Value::TextArray(_)
+                | Value::Int8Array(_)
+                | Value::JsonbArray(_)
+                | Value::TimestamptzArray(_) => {}
+                other => return Err(unsupported_type(other.pg_type())),
+            }
+        }
         Ok(SqlStatement {
-            query: boxed_query(stmt)?,
+            stmt,
             how,
+            intervals,
         })
     }
 }
@@ -95,80 +132,90 @@ impl Query for SqlStatement<'_> {
 impl RunQueryDsl<PgConnection> for SqlStatement<'_> {}
 
 impl QueryFragment<Pg> for SqlStatement<'_> {
-    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
-        self.query.walk_ast(out)
-    }
-
-    fn is_safe_to_cache_prepared(&self, backend: &Pg) -> QueryResult<bool> {
-        match self.how {
-            Statements::Cached => Ok(true),
-            Statements::Unnamed => self.query.is_safe_to_cache_prepared(backend),
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        if self.how == Statements::Unnamed {
+            out.unsafe_to_cache_prepared();
         }
-    }
-}
-
-/// The statement's SQL with every parameter bound with its SQL type.
-fn boxed_query(stmt: &Statement) -> Result<BoxedSqlQuery<'_, Pg, SqlQuery>> {
-    let mut q = diesel::sql_query(stmt.sql()).into_boxed::<Pg>();
-    for value in stmt.params() {
-        q = bind(q, value)?;
-    }
-    Ok(q)
-}
-
-fn bind<'f>(
-    q: BoxedSqlQuery<'f, Pg, SqlQuery>,
-    value: &'f Value,
-) -> Result<BoxedSqlQuery<'f, Pg, SqlQuery>> {
-    Ok(match value {
-        Value::Null(ty) => bind_null(q, *ty)?,
-        Value::Bool(v) => q.bind::<Bool, _>(v),
-        Value::Int2(v) => q.bind::<SmallInt, _>(v),
-        Value::Int4(v) => q.bind::<Integer, _>(v),
-        Value::Int8(v) => q.bind::<BigInt, _>(v),
-        Value::Float8(v) => q.bind::<Double, _>(v),
-        Value::Text(v) => q.bind::<Text, _>(v),
-        Value::Bytea(v) => q.bind::<Binary, _>(v),
-        Value::Jsonb(v) => q.bind::<Jsonb, _>(v),
-        Value::Timestamptz(v) => q.bind::<Timestamptz, _>(v),
-        Value::Interval(v) => {
-            let (months, days, micros) = interval::to_parts(*v)
-                .map_err(|m| Error::from(DbError::new(DbErrorKind::Codec, m)))?;
-            q.bind::<Interval, _>(PgInterval::new(micros, days, months))
+        out.push_sql(self.stmt.sql());
+        out.push_sql("\n-- diesel's placeholders:");
+        let mut intervals = self.intervals.iter();
+        for value in self.stmt.params() {
+            out.push_sql(" ");
+            match value {
+                Value::Interval(_) => match intervals.next() {
+                    Some(i) => out.push_bind_param::<Interval, _>(i)?,
+                    None => return Err(not_bindable(value.pg_type())),
+                },
+                _ => bind(&mut out, value)?,
+            }
         }
-        Value::TextArray(v) => q.bind::<Array<Text>, _>(v),
-        Value::Int8Array(v) => q.bind::<Array<BigInt>, _>(v),
-        Value::JsonbArray(v) => q.bind::<Array<Jsonb>, _>(v),
-        Value::TimestamptzArray(v) => q.bind::<Array<Timestamptz>, _>(v),
-        other => return Err(unsupported_type(other.pg_type())),
-    })
+        Ok(())
+    }
 }
 
-fn bind_null(
-    q: BoxedSqlQuery<'_, Pg, SqlQuery>,
-    ty: PgType,
-) -> Result<BoxedSqlQuery<'_, Pg, SqlQuery>> {
-    Ok(match ty {
-        PgType::Bool => q.bind::<Nullable<Bool>, _>(None::<bool>),
-        PgType::Int2 => q.bind::<Nullable<SmallInt>, _>(None::<i16>),
-        PgType::Int4 => q.bind::<Nullable<Integer>, _>(None::<i32>),
-        PgType::Int8 => q.bind::<Nullable<BigInt>, _>(None::<i64>),
-        PgType::Float8 => q.bind::<Nullable<Double>, _>(None::<f64>),
-        PgType::Text => q.bind::<Nullable<Text>, _>(None::<String>),
-        PgType::Bytea => q.bind::<Nullable<Binary>, _>(None::<Vec<u8>>),
-        PgType::Jsonb => q.bind::<Nullable<Jsonb>, _>(None::<serde_json::Value>),
-        PgType::Timestamptz => q.bind::<Nullable<Timestamptz>, _>(None::<DateTime<Utc>>),
-        PgType::Interval => q.bind::<Nullable<Interval>, _>(None::<PgInterval>),
-        PgType::TextArray => q.bind::<Nullable<Array<Text>>, _>(None::<Vec<String>>),
-        PgType::Int8Array => q.bind::<Nullable<Array<BigInt>>, _>(None::<Vec<i64>>),
-        PgType::JsonbArray => q.bind::<Nullable<Array<Jsonb>>, _>(None::<Vec<serde_json::Value>>),
+/// Binds `value`, any but an interval, with its SQL type.
+fn bind<'b>(out: &mut AstPass<'_, 'b, Pg>, value: &'b Value) -> QueryResult<()> {
+    match value {
+        Value::Null(ty) => match null_of(*ty) {
+            Some(bind_null) => bind_null(out),
+            None => Err(not_bindable(*ty)),
+        },
+        Value::Bool(v) => out.push_bind_param::<Bool, _>(v),
+        Value::Int2(v) => out.push_bind_param::<SmallInt, _>(v),
+        Value::Int4(v) => out.push_bind_param::<Integer, _>(v),
+        Value::Int8(v) => out.push_bind_param::<BigInt, _>(v),
+        Value::Float8(v) => out.push_bind_param::<Double, _>(v),
+        Value::Text(v) => out.push_bind_param::<Text, _>(v),
+        Value::Bytea(v) => out.push_bind_param::<Binary, _>(v),
+        Value::Jsonb(v) => out.push_bind_param::<Jsonb, _>(v),
+        Value::Timestamptz(v) => out.push_bind_param::<Timestamptz, _>(v),
+        Value::TextArray(v) => out.push_bind_param::<Array<Text>, _>(v),
+        Value::Int8Array(v) => out.push_bind_param::<Array<BigInt>, _>(v),
+        Value::JsonbArray(v) => out.push_bind_param::<Array<Jsonb>, _>(v),
+        Value::TimestamptzArray(v) => out.push_bind_param::<Array<Timestamptz>, _>(v),
+        other => Err(not_bindable(other.pg_type())),
+    }
+}
+
+/// A NULL of SQL type `ty`, as a function binding it; `None` for a type this driver cannot bind.
+#[allow(clippy::type_complexity)]
+fn null_of(ty: PgType) -> Option<for<'x, 'b> fn(&'x mut AstPass<'_, 'b, Pg>) -> QueryResult<()>> {
+    Some(match ty {
+        PgType::Bool => |out| out.push_bind_param::<Nullable<Bool>, _>(&None::<bool>),
+        PgType::Int2 => |out| out.push_bind_param::<Nullable<SmallInt>, _>(&None::<i16>),
+        PgType::Int4 => |out| out.push_bind_param::<Nullable<Integer>, _>(&None::<i32>),
+        PgType::Int8 => |out| out.push_bind_param::<Nullable<BigInt>, _>(&None::<i64>),
+        PgType::Float8 => |out| out.push_bind_param::<Nullable<Double>, _>(&None::<f64>),
+        PgType::Text => |out| out.push_bind_param::<Nullable<Text>, _>(&None::<&str>),
+        PgType::Bytea => |out| out.push_bind_param::<Nullable<Binary>, _>(&None::<&[u8]>),
+        PgType::Jsonb => {
+            |out| out.push_bind_param::<Nullable<Jsonb>, _>(&None::<&serde_json::Value>)
+        }
+        PgType::Timestamptz => {
+            |out| out.push_bind_param::<Nullable<Timestamptz>, _>(&None::<DateTime<Utc>>)
+        }
+        PgType::Interval => |out| out.push_bind_param::<Nullable<Interval>, _>(&None::<PgInterval>),
+        PgType::TextArray => {
+            |out| out.push_bind_param::<Nullable<Array<Text>>, _>(&None::<&[String]>)
+        }
+        PgType::Int8Array => {
+            |out| out.push_bind_param::<Nullable<Array<BigInt>>, _>(&None::<&[i64]>)
+        }
+        PgType::JsonbArray => {
+            |out| out.push_bind_param::<Nullable<Array<Jsonb>>, _>(&None::<&[serde_json::Value]>)
+        }
         PgType::TimestamptzArray => {
-            q.bind::<Nullable<Array<Timestamptz>>, _>(None::<Vec<DateTime<Utc>>>)
+            |out| out.push_bind_param::<Nullable<Array<Timestamptz>>, _>(&None::<&[DateTime<Utc>]>)
         }
-        other => return Err(unsupported_type(other)),
+        _ => return None,
     })
 }
 
+/// diesel's error for a parameter it was given no way to bind ([`SqlStatement::new`] refuses
+/// those first).
+fn not_bindable(ty: PgType) -> diesel::result::Error {
+    diesel::result::Error::SerializationError(unsupported_type(ty).into())
+}
 fn unsupported_type(ty: PgType) -> Error {
     DbError::new(
         DbErrorKind::Codec,

@@ -377,9 +377,10 @@ mod diesel_driver {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn pooled_statements_are_prepared_once_per_connection_unless_unnamed() {
-        use pgmill_drivertest::prepared::{COUNT_PREPARED_MARKED, marked};
+        use pgmill_drivertest::prepared::{COUNT_PREPARED_MARKED, marked, marked_for_count};
         let url = pgmill_drivertest::testdb::url();
-        for (unnamed, expected) in [(false, 1), (true, 0)] {
+        // Cached: one prepared statement for the rows, one for the count.
+        for (unnamed, expected) in [(false, 2), (true, 0)] {
             let driver = DieselDriver::connect(&url, 1).await.unwrap();
             let driver = if unnamed {
                 driver.unnamed_statements()
@@ -390,6 +391,7 @@ mod diesel_driver {
             for n in 0..3 {
                 let got: i64 = conn.query_scalar(&marked(n)).await.unwrap();
                 assert_eq!(got, n);
+                assert_eq!(conn.execute(&marked_for_count(n)).await.unwrap(), 1);
             }
             let mut tx = conn.begin().await.unwrap();
             let got: i64 = tx.query_scalar(&marked(7)).await.unwrap();
@@ -405,7 +407,7 @@ mod diesel_driver {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn app_connection_statements_follow_its_cache_setting() {
-        use pgmill_drivertest::prepared::{COUNT_PREPARED_MARKED, marked};
+        use pgmill_drivertest::prepared::{COUNT_PREPARED_MARKED, marked, marked_for_count};
         let url = pgmill_drivertest::testdb::url();
         let counts = blocking(move || {
             [CacheSize::Unbounded, CacheSize::Disabled].map(|cache| {
@@ -415,6 +417,7 @@ mod diesel_driver {
                     for n in 0..3 {
                         let got: i64 = conn.pgmill().query_scalar(&marked(n))?;
                         assert_eq!(got, n);
+                        assert_eq!(conn.pgmill().execute(&marked_for_count(n))?, 1);
                     }
                     Ok(conn
                         .pgmill()
@@ -425,6 +428,7 @@ mod diesel_driver {
         })
         .await
         .unwrap();
-        assert_eq!(counts, [1, 0]);
+        // One prepared statement for the rows and one for the count, or none.
+        assert_eq!(counts, [2, 0]);
     }
 }
