@@ -75,8 +75,8 @@ impl<D: Driver> Executor for ConnectionLease<D> {
 
     async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
     where
-        T: Send,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+        T: Send + 'static,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         let r = self.conn().query_with(stmt, decode).await;
         self.observe(r)

@@ -12,6 +12,7 @@
 //! decodes it by the [`ColumnType`] core gives for that OID, with the matching `FromSql` impl.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
@@ -25,7 +26,7 @@ use diesel::sql_types::{
     Timestamp, Timestamptz, Untyped,
 };
 use diesel::{PgConnection, QueryResult, RunQueryDsl};
-use pgmill::driver::{ColumnType, PgType, Row, Statement, Value, interval};
+use pgmill::driver::{ColumnType, PgType, Row, RowView, Statement, Value, interval};
 use pgmill::{DbError, DbErrorKind, Error, Result};
 
 use crate::error::query_error;
@@ -54,14 +55,100 @@ pub(crate) fn query(
     how: Statements,
 ) -> Result<Vec<Row>> {
     let statement = SqlStatement::new(stmt, how)?;
-    let rows = with_fresh_columns(|| statement.load::<DynamicRow>(conn)).map_err(|e| match e {
+    let rows = with_fresh_columns(|| statement.load::<DynamicRow>(conn)).map_err(load_error)?;
+    Ok(finish_rows(rows))
+}
+
+/// Runs a statement and hands every row, as diesel holds it, to `decode` (core's
+/// [`Executor::query_with`](pgmill::driver::Executor::query_with)): no row of values is built.
+///
+/// diesel gives its rows only to [`QueryableByName::build`], a function without state, so
+/// `decode` waits for it in [`DECODER`], on this thread, for the length of the load.
+pub(crate) fn query_with<T, F>(
+    conn: &mut PgConnection,
+    stmt: &Statement,
+    how: Statements,
+    mut decode: F,
+) -> Result<Vec<T>>
+where
+    T: 'static,
+    F: FnMut(&mut dyn RowView) -> Result<T> + 'static,
+{
+    let statement = SqlStatement::new(stmt, how)?;
+    let decoded = Rc::new(RefCell::new(Vec::new()));
+    let sink = Rc::clone(&decoded);
+    let decoder: Decoder = Box::new(move |row| {
+        sink.borrow_mut().push(decode(row)?);
+        Ok(())
+    });
+    let outer = DECODER.with(|d| d.replace(Some(decoder)));
+    let loaded = with_fresh_columns(|| statement.load::<DecodedInPlace>(conn));
+    // Dropping the decoder drops its handle on the decoded rows.
+    drop(DECODER.with(|d| d.replace(outer)));
+    loaded.map_err(load_error)?;
+    Ok(Rc::try_unwrap(decoded)
+        .map(RefCell::into_inner)
+        .unwrap_or_default())
+}
+
+/// A load's error: a decoding error of core's as it was raised, anything else as a query error.
+fn load_error(e: diesel::result::Error) -> Error {
+    match e {
         diesel::result::Error::DeserializationError(inner) => match inner.downcast::<Error>() {
             Ok(decode) => *decode,
             Err(other) => query_error(diesel::result::Error::DeserializationError(other)),
         },
         other => query_error(other),
-    })?;
-    Ok(finish_rows(rows))
+    }
+}
+
+/// A row decoder [`query_with`] lends [`DecodedInPlace::build`].
+type Decoder = Box<dyn FnMut(&mut dyn RowView) -> Result<()>>;
+
+thread_local! {
+    /// The decoder of the load running on this thread, if it reads its rows in place.
+    static DECODER: RefCell<Option<Decoder>> = const { RefCell::new(None) };
+}
+
+/// What diesel's load of a [`query_with`] yields per row: nothing, the row having gone to the
+/// decoder in [`DECODER`].
+struct DecodedInPlace;
+
+impl QueryableByName<Pg> for DecodedInPlace {
+    fn build<'a>(row: &impl NamedRow<'a, Pg>) -> deserialize::Result<Self> {
+        let columns = shared_columns(row);
+        let mut view = InPlaceRow {
+            row,
+            columns: &columns,
+        };
+        DECODER.with(|d| -> deserialize::Result<()> {
+            match d.borrow_mut().as_mut() {
+                Some(decode) => Ok(decode(&mut view)?),
+                None => Err("a row read in place without a decoder".into()),
+            }
+        })?;
+        Ok(DecodedInPlace)
+    }
+}
+
+/// A diesel row as core's [`RowView`], its columns decoded one at a time when read.
+struct InPlaceRow<'r, R> {
+    row: &'r R,
+    columns: &'r [String],
+}
+
+impl<'a, R: NamedRow<'a, Pg>> RowView for InPlaceRow<'_, R> {
+    fn width(&self) -> usize {
+        self.columns.len()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        self.columns.get(i).map_or("", String::as_str)
+    }
+
+    fn value(&mut self, i: usize) -> Result<Value> {
+        field_value(self.row, i, self.name(i))
+    }
 }
 
 /// A statement as diesel runs it: core's SQL with each parameter bound with its SQL type.
@@ -333,20 +420,24 @@ impl QueryableByName<Pg> for DynamicRow {
         let columns = shared_columns(row);
         let mut values = Vec::with_capacity(columns.len());
         for (i, name) in columns.iter().enumerate() {
-            let field = DieselRow::get(row, i)
-                .ok_or_else(|| Error::decode(format!("column {name:?}"), "missing field"))?;
-            let value = match field.value() {
-                None => Value::Null(UNKNOWN_NULL_TYPE),
-                Some(raw) => {
-                    let oid = raw.get_oid();
-                    decode(raw).map_err(|e| {
-                        Error::decode(format!("column {name:?} (type oid {oid})"), e.to_string())
-                    })?
-                }
-            };
-            values.push(value);
+            values.push(field_value(row, i, name)?);
         }
         Ok(DynamicRow { columns, values })
+    }
+}
+
+/// Field `i` (column `name`) of `row`, decoded by its type; NULL as [`UNKNOWN_NULL_TYPE`].
+fn field_value<'a, R: DieselRow<'a, Pg>>(row: &R, i: usize, name: &str) -> Result<Value> {
+    let field = DieselRow::get(row, i)
+        .ok_or_else(|| Error::decode(format!("column {name:?}"), "missing field"))?;
+    match field.value() {
+        None => Ok(Value::Null(UNKNOWN_NULL_TYPE)),
+        Some(raw) => {
+            let oid = raw.get_oid();
+            decode(raw).map_err(|e| {
+                Error::decode(format!("column {name:?} (type oid {oid})"), e.to_string())
+            })
+        }
     }
 }
 

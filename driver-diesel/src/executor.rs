@@ -39,13 +39,13 @@ use deadpool_diesel::postgres::Object;
 use diesel::PgConnection;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use pgmill::driver::{
-    BlockingExecutor, BlockingTransaction, CopyChunks, CopyIn, Executor, Row, Statement,
+    BlockingExecutor, BlockingTransaction, CopyChunks, CopyIn, Executor, Row, RowView, Statement,
     Transaction,
 };
 use pgmill::{DbError, DbErrorKind, Error, Result};
 use tokio::sync::Semaphore;
 
-use crate::codec::{Statements, execute, query};
+use crate::codec::{Statements, execute, query, query_with};
 use crate::copy;
 use crate::error::{interact_error, query_error};
 
@@ -302,6 +302,17 @@ impl<C: BorrowMut<PooledConnection> + Send + Sync> Executor for DieselPoolExecut
         let stmt = stmt.clone();
         let how = self.conn.borrow().statements;
         self.run(move |c, _| query(c, &stmt, how)).await
+    }
+
+    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
+    {
+        let stmt = stmt.clone();
+        let how = self.conn.borrow().statements;
+        self.run(move |c, _| query_with(c, &stmt, how, decode))
+            .await
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {

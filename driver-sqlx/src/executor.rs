@@ -194,8 +194,8 @@ where
 
     async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
     where
-        T: Send,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+        T: Send + 'static,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         decode_rows_with(&self.rows(stmt).await?, decode)
     }

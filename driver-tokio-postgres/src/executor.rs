@@ -94,8 +94,8 @@ impl Executor for TokioPostgresConnection {
 
     async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
     where
-        T: Send,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+        T: Send + 'static,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         self.executor().query_with(stmt, decode).await
     }
@@ -281,8 +281,8 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
 
     async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
     where
-        T: Send,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+        T: Send + 'static,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         decode_rows_with(&self.rows(stmt).await?, decode)
     }

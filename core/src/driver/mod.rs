@@ -140,7 +140,9 @@ pub trait Executor: Send {
     /// rows of a claim) is read this way.
     ///
     /// The default decodes through [`Executor::query`]'s rows; a driver overrides it to hand its
-    /// library's rows over as they are.
+    /// library's rows over as they are. `decode` and what it returns own what they hold
+    /// (`'static`), so a driver whose library is blocking may move them to the thread its rows
+    /// are read on.
     ///
     /// # Errors
     ///
@@ -151,8 +153,8 @@ pub trait Executor: Send {
         decode: F,
     ) -> impl Future<Output = Result<Vec<T>>> + Send
     where
-        T: Send,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send,
+        T: Send + 'static,
+        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         async move { row::rows_with(self.query(stmt).await?, decode) }
     }

@@ -234,13 +234,16 @@ pub(crate) async fn job_get_available<E: Executor>(
     // The claim's time, read once: the statement sets every row's `attempted_at` to its `now()`.
     let mut attempted_at = None;
     let mut first = true;
+    // The decoder owns what it reads with: a blocking driver runs it on another thread.
+    let (queue, client_id) = (queue.to_owned(), client_id.to_owned());
     let mut jobs = exec
-        .query_with(&stmt, |row| {
+        .query_with(&stmt, move |row| {
             if std::mem::take(&mut first) {
                 row.expect_columns(&JobRow::CLAIMED_COLUMNS)?;
                 attempted_at = row.read(JobRow::CLAIMED_AT_COLUMN)?;
             }
-            JobRow::from_claimed_row(row, queue, claim_token, client_id, attempted_at).map(Arc::new)
+            JobRow::from_claimed_row(row, &queue, claim_token, &client_id, attempted_at)
+                .map(Arc::new)
         })
         .await?;
     // RETURNING has no order; run in fetch order.
