@@ -48,6 +48,7 @@ use tokio::sync::Semaphore;
 use crate::codec::{Statements, execute, query, query_with};
 use crate::copy;
 use crate::error::{interact_error, query_error};
+use crate::warm::WarmConnections;
 
 /// A connection checked out of the pool, with what keeps the calls on it in order; returned to
 /// the pool on drop, after rolling back anything a dropped transaction left open.
@@ -64,6 +65,8 @@ pub struct PooledConnection {
     lost: Arc<AtomicBool>,
     /// Prepared once in the connection's statement cache, or unnamed.
     statements: Statements,
+    /// Where the connection goes when released clean, rather than straight back to the pool.
+    warm: Option<Arc<WarmConnections>>,
 }
 
 impl fmt::Debug for PooledConnection {
@@ -75,13 +78,14 @@ impl fmt::Debug for PooledConnection {
 }
 
 impl PooledConnection {
-    fn new(object: Object, statements: Statements) -> Self {
+    fn new(object: Object, statements: Statements, warm: Option<Arc<WarmConnections>>) -> Self {
         PooledConnection {
             object: Some(object),
             gate: Arc::new(Semaphore::new(1)),
             levels: Arc::new(AtomicUsize::new(0)),
             lost: Arc::new(AtomicBool::new(false)),
             statements,
+            warm,
         }
     }
 
@@ -170,6 +174,10 @@ impl Drop for PooledConnection {
         }
         let dirty = self.levels.load(Ordering::Acquire) > 0 || self.gate.available_permits() == 0;
         if !dirty {
+            // Kept for the driver's next acquire, or back to the pool.
+            if let Some(warm) = &self.warm {
+                warm.keep(object);
+            }
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -227,9 +235,13 @@ pub type DieselConnection = DieselPoolExecutor<PooledConnection>;
 pub type DieselPoolTransaction<'c> = DieselPoolExecutor<&'c mut PooledConnection>;
 
 impl DieselConnection {
-    pub(crate) fn new(object: Object, statements: Statements) -> Self {
+    pub(crate) fn new(
+        object: Object,
+        statements: Statements,
+        warm: Option<Arc<WarmConnections>>,
+    ) -> Self {
         DieselPoolExecutor {
-            conn: PooledConnection::new(object, statements),
+            conn: PooledConnection::new(object, statements, warm),
             depth: 0,
         }
     }

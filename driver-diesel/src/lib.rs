@@ -103,6 +103,7 @@ mod driver;
 mod error;
 mod executor;
 mod listener;
+mod warm;
 
 pub use driver::DieselDriver;
 pub use executor::{

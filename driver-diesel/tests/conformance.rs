@@ -376,6 +376,88 @@ mod diesel_driver {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn released_connections_skip_the_pools_check_and_go_back_to_it_soon() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use deadpool_diesel::postgres::{Manager, Pool};
+        use deadpool_diesel::{ManagerConfig, RecyclingMethod, Runtime};
+        use diesel::RunQueryDsl;
+
+        let url = pgmill_drivertest::testdb::url();
+        let checks = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&checks);
+        let manager = Manager::from_config(
+            url.as_str(),
+            Runtime::Tokio1,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::CustomFunction(Box::new(move |_| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                })),
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(4)
+            .runtime(Runtime::Tokio1)
+            .build()
+            .unwrap();
+        let driver = DieselDriver::from_pool(pool.clone(), url.as_str());
+        // Back-to-back statements, each on a connection of its own: the first opens one, the
+        // rest take it again without the pool's check.
+        for n in 0..5_i64 {
+            let mut conn = driver.acquire().await.unwrap();
+            let got: i64 = conn
+                .query_scalar(&Statement::new("SELECT $1::bigint AS n").bind(n))
+                .await
+                .unwrap();
+            assert_eq!(got, n);
+        }
+        assert_eq!(
+            checks.load(Ordering::SeqCst),
+            0,
+            "no check between statements"
+        );
+        assert_eq!(pool.status().size, 1, "one connection for all five");
+        // Kept out of the pool briefly, then back in it: the next acquire is checked.
+        let started = std::time::Instant::now();
+        while pool.status().available == 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "the kept connection never went back to the pool"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        drop(driver.acquire().await.unwrap());
+        assert_eq!(
+            checks.load(Ordering::SeqCst),
+            1,
+            "checked once back from the pool"
+        );
+        // A connection dropped inside a transaction is rolled back and returned to the pool, not
+        // kept: the application's own checkout sees nothing of the transaction.
+        {
+            let mut conn = driver.acquire().await.unwrap();
+            let mut tx = conn.begin().await.unwrap();
+            tx.execute(&Statement::new("CREATE TEMP TABLE warm_probe (x int)"))
+                .await
+                .unwrap();
+            drop(tx);
+        }
+        let started = std::time::Instant::now();
+        while pool.status().available == 0 {
+            assert!(started.elapsed() < Duration::from_secs(5), "never returned");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let object = pool.get().await.unwrap();
+        let probe = object
+            .interact(|conn| diesel::sql_query("SELECT 1 FROM warm_probe").execute(conn))
+            .await
+            .unwrap();
+        assert!(probe.is_err(), "the dropped transaction's table is gone");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn pooled_statements_are_prepared_once_per_connection_unless_unnamed() {
         use pgmill_drivertest::prepared::{COUNT_PREPARED_MARKED, marked, marked_for_count};
         let url = pgmill_drivertest::testdb::url();
