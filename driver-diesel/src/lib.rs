@@ -6,8 +6,11 @@
 //!   closure, so pgmill's statements run there through [`PgConnectionExt::pgmill`], a blocking
 //!   executor on your own `PgConnection`: commit and the job exists, roll back and it never did.
 //! - **The engine (async).** [`DieselDriver`] wraps a deadpool-diesel pool; each statement runs
-//!   inside `Object::interact` on tokio's blocking pool. Its [`DieselListener`] is a dedicated
-//!   connection polled for notifications on its own thread, reconnecting by itself.
+//!   inside `Object::interact` on tokio's blocking pool. A connection the engine releases clean
+//!   is kept for its next statement for up to 50 ms, which spares deadpool-diesel's recycle check
+//!   (a blocking-pool call of its own); see [`DieselDriver::from_pool`]. Its [`DieselListener`]
+//!   is a dedicated connection polled for notifications on its own thread, reconnecting by
+//!   itself.
 //!
 //! | feature                     | diesel driver                                                 |
 //! |-----------------------------|---------------------------------------------------------------|
