@@ -1,8 +1,10 @@
 //! The notification listener: a dedicated OS thread owning its own `PgConnection`.
 //!
 //! diesel 2.3's `PgConnection::notifications_iter()` never blocks, so the thread polls it every
-//! [`POLL_INTERVAL`], and in between waits on a command channel, so `LISTEN` and `UNLISTEN` from
-//! the async side run at once. Notifications go to the async side over a tokio channel, which
+//! [`POLL_INTERVAL`] (every [`BUSY_POLL_INTERVAL`] for [`BUSY_FOR`] after a notification: while
+//! jobs are being inserted, their wake-ups wait less, and an idle listener stays cheap), and in
+//! between waits on a command channel, so `LISTEN` and `UNLISTEN` from the async side run at
+//! once. Notifications go to the async side over a tokio channel, which
 //! makes [`Listener::next_event`] cancel-safe.
 //!
 //! # Losing the connection
@@ -33,6 +35,18 @@ use crate::error::{connection_error, query_error};
 /// How often the thread polls for notifications: half of it is the average wait a notification
 /// adds. Each poll is one non-blocking read on the socket.
 const POLL_INTERVAL: Duration = Duration::from_millis(1);
+/// How often the thread polls for [`BUSY_FOR`] after a notification arrived.
+const BUSY_POLL_INTERVAL: Duration = Duration::from_micros(250);
+/// How long after a notification the thread polls every [`BUSY_POLL_INTERVAL`].
+const BUSY_FOR: Duration = Duration::from_millis(100);
+
+/// The wait before the next poll, the last notification having arrived at `last_notification`.
+fn poll_interval(last_notification: Option<Instant>, now: Instant) -> Duration {
+    match last_notification {
+        Some(at) if now.saturating_duration_since(at) < BUSY_FOR => BUSY_POLL_INTERVAL,
+        _ => POLL_INTERVAL,
+    }
+}
 /// How often the thread checks the connection with `SELECT 1`.
 const HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// The first wait between failed reconnect attempts.
@@ -86,6 +100,7 @@ impl DieselListener {
             commands: command_rx,
             events: event_tx,
             last_check: Instant::now(),
+            last_notification: None,
         };
         std::thread::Builder::new()
             .name("pgmill-diesel-listener".to_owned())
@@ -150,6 +165,8 @@ struct Worker {
     commands: mpsc::Receiver<Command>,
     events: async_mpsc::UnboundedSender<Result<ListenerEvent>>,
     last_check: Instant,
+    /// When the last notification arrived.
+    last_notification: Option<Instant>,
 }
 
 /// Whether the thread goes on or stops (the listener was dropped).
@@ -162,7 +179,8 @@ impl Worker {
     fn run(mut self) {
         tracing::debug!("diesel listener thread started");
         loop {
-            match self.commands.recv_timeout(POLL_INTERVAL) {
+            let wait = poll_interval(self.last_notification, Instant::now());
+            match self.commands.recv_timeout(wait) {
                 Ok(command) => self.handle(command),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -223,6 +241,7 @@ impl Worker {
         for item in conn.notifications_iter() {
             match item {
                 Ok(n) => {
+                    self.last_notification = Some(Instant::now());
                     let event = ListenerEvent::Notification(Notification {
                         channel: n.channel,
                         payload: n.payload,
@@ -304,5 +323,20 @@ impl Worker {
                 Err(RecvTimeoutError::Disconnected) => return Flow::Stop,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polls_faster_for_a_while_after_a_notification() {
+        let now = Instant::now();
+        assert_eq!(poll_interval(None, now), POLL_INTERVAL);
+        assert_eq!(poll_interval(Some(now), now), BUSY_POLL_INTERVAL);
+        let recent = now + BUSY_FOR - Duration::from_millis(1);
+        assert_eq!(poll_interval(Some(now), recent), BUSY_POLL_INTERVAL);
+        assert_eq!(poll_interval(Some(now), now + BUSY_FOR), POLL_INTERVAL);
     }
 }
