@@ -81,10 +81,12 @@ where
         sink.borrow_mut().push(decode(row)?);
         Ok(())
     });
-    let outer = DECODER.with(|d| d.replace(Some(decoder)));
+    // Loads do not nest (a decoder never reaches the connection), so whatever the slot held is
+    // left over from a load that panicked, and goes.
+    DECODER.with(|d| *d.borrow_mut() = Some(decoder));
     let loaded = with_fresh_columns(|| statement.load::<DecodedInPlace>(conn));
     // Dropping the decoder drops its handle on the decoded rows.
-    drop(DECODER.with(|d| d.replace(outer)));
+    drop(DECODER.with(|d| d.borrow_mut().take()));
     loaded.map_err(load_error)?;
     Ok(Rc::try_unwrap(decoded)
         .map(RefCell::into_inner)

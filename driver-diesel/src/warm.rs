@@ -63,8 +63,8 @@ impl WarmConnections {
     /// Keeps `object`, released clean, for [`KEEP_FOR`]; when full (or outside a tokio runtime,
     /// where nothing would give it back), it goes back to the pool at once.
     pub(crate) fn keep(self: &std::sync::Arc<Self>, object: Object) {
-        if object.is_mutex_poisoned() {
-            // A call panicked on it: deadpool's check discards it.
+        if self.capacity == 0 || object.is_mutex_poisoned() {
+            // Straight back to the pool (where deadpool's check discards it if a call panicked).
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
