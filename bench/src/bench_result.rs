@@ -65,6 +65,9 @@ pub(crate) enum Measurement {
         elapsed: Duration,
         /// CPU time the benchmark process spent in the phase, where it can be read.
         client_cpu: Option<Duration>,
+        /// The share (0 to 1) of the machine's CPU time the hypervisor took during the phase
+        /// (steal time), where it can be read.
+        stolen: Option<f64>,
         /// WAL and write transactions of the phase, where they can be read.
         db_cost: Option<DbCost>,
     },
@@ -83,6 +86,8 @@ pub(crate) enum Figure {
         runs: Vec<f64>,
         /// Client CPU microseconds per job of each run that could measure it.
         client_cpu_us_per_job: Vec<f64>,
+        /// Share of the machine's CPU time stolen during each run that could measure it.
+        stolen: Vec<f64>,
         /// Database cost of each run that could measure it.
         db_costs: Vec<DbCost>,
     },
@@ -104,12 +109,14 @@ impl Figure {
                 let jobs = *jobs;
                 let mut rates = Vec::with_capacity(runs.len());
                 let mut cpu = Vec::with_capacity(runs.len());
+                let mut stolen_shares = Vec::with_capacity(runs.len());
                 let mut db_costs = Vec::with_capacity(runs.len());
                 for m in &runs {
                     let Measurement::Throughput {
                         jobs,
                         elapsed,
                         client_cpu,
+                        stolen,
                         db_cost,
                     } = m
                     else {
@@ -119,12 +126,14 @@ impl Figure {
                     if let Some(c) = client_cpu {
                         cpu.push(c.as_secs_f64() * 1e6 / (*jobs).max(1) as f64);
                     }
+                    stolen_shares.extend(*stolen);
                     db_costs.extend(*db_cost);
                 }
                 Some(Figure::Throughput {
                     jobs,
                     runs: rates,
                     client_cpu_us_per_job: cpu,
+                    stolen: stolen_shares,
                     db_costs,
                 })
             }
@@ -173,6 +182,15 @@ impl Figure {
                         .collect::<Vec<_>>(),
                 ),
             }),
+            Figure::Latency { .. } => None,
+        }
+    }
+
+    /// The largest share of the machine's CPU time stolen during any of the runs, for throughput
+    /// figures that could read it: how far the hypervisor may have disturbed the figure.
+    pub(crate) fn most_stolen(&self) -> Option<f64> {
+        match self {
+            Figure::Throughput { stolen, .. } => stolen.iter().copied().reduce(f64::max),
             Figure::Latency { .. } => None,
         }
     }
@@ -247,6 +265,7 @@ impl BenchResult {
     /// The JSON line: `driver`, `workload`, `n`, `workers` (w3, w4), `jobs_per_s` (or `p50_ms`,
     /// `p95_ms`, `p99_ms`, `max_ms`), `ceiling_ratio`, plus `runs`, `jobs_per_s_runs` (each run's
     /// figure), `client_cpu_us_per_job` (the benchmark process's CPU per job, median run),
+    /// `stolen_pct` (the most of the machine's CPU time the hypervisor took during a run),
     /// `wal_bytes_per_job` and `xacts_per_job` (median run), `notify_ratio` (w2_insert_single)
     /// and `preload_completed` where they apply.
     pub(crate) fn to_json(&self) -> serde_json::Value {
@@ -268,6 +287,9 @@ impl BenchResult {
                 v["jobs_per_s_runs"] = json!(runs.iter().map(|r| round(*r, 1)).collect::<Vec<_>>());
                 if let Some(cpu) = median(client_cpu_us_per_job) {
                     v["client_cpu_us_per_job"] = json!(round(cpu, 2));
+                }
+                if let Some(stolen) = self.figure.most_stolen() {
+                    v["stolen_pct"] = json!(round(stolen * 100.0, 1));
                 }
                 if let Some(c) = self.figure.db_cost() {
                     v["wal_bytes_per_job"] = json!(round(c.wal_bytes_per_job, 1));
@@ -380,10 +402,11 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
             "SRV_US/JOB",
             "WAL_B/JOB",
             "XACTS/JOB",
+            "STOLEN_%",
             "RUNS",
             "TARGET",
         ],
-        [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
+        [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
     );
     for r in results {
         let (rate, lat) = match &r.figure {
@@ -439,6 +462,9 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
                 .map_or(String::new(), |c| format!("{c:.1}")),
             cost.map_or(String::new(), |c| format!("{:.0}", c.wal_bytes_per_job)),
             cost.map_or(String::new(), |c| format!("{:.3}", c.xacts_per_job)),
+            r.figure
+                .most_stolen()
+                .map_or(String::new(), |s| format!("{:.0}", s * 100.0)),
             r.figure.runs().to_string(),
             target,
         ]);
@@ -475,6 +501,7 @@ mod tests {
                     jobs,
                     elapsed: ms(*e),
                     client_cpu: Some(ms(*e) / 2),
+                    stolen: Some(*e as f64 / 1000.0),
                     db_cost: Some(DbCost {
                         wal_bytes_per_job: 100.0,
                         xacts_per_job: 0.5,
@@ -552,6 +579,7 @@ mod tests {
                 jobs: 1,
                 elapsed: ms(1),
                 client_cpu: None,
+                stolen: None,
                 db_cost: None,
             },
         ];
@@ -591,6 +619,7 @@ mod tests {
         assert_eq!(v["client_cpu_us_per_job"], 125.0);
         assert_eq!(v["wal_bytes_per_job"], 100.0);
         assert_eq!(v["xacts_per_job"], 0.5);
+        assert_eq!(v["stolen_pct"], 25.0);
         assert!(v.get("preload_completed").is_none());
         assert!(v.get("notify_ratio").is_none());
         assert_eq!(r.target(), Some((true, ">= 0.85 of ceiling".into())));

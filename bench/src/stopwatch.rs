@@ -1,5 +1,6 @@
-//! Times a measured phase: wall time, the CPU time this process spent in it, and the WAL and
-//! write transactions the database spent on it.
+//! Times a measured phase: wall time, the CPU time this process spent in it, the share of the
+//! machine's CPU time the hypervisor took meanwhile, and the WAL and write transactions the
+//! database spent on it.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,7 @@ pub(crate) struct Stopwatch<'a> {
     mark: Option<DbMark>,
     wall: Instant,
     cpu: Option<Duration>,
+    machine: Option<MachineTicks>,
 }
 
 impl<'a> Stopwatch<'a> {
@@ -27,6 +29,7 @@ impl<'a> Stopwatch<'a> {
             mark,
             wall: Instant::now(),
             cpu: process_cpu_time(),
+            machine: machine_ticks(),
         }
     }
 
@@ -37,6 +40,10 @@ impl<'a> Stopwatch<'a> {
             (Some(before), Some(after)) => Some(after.saturating_sub(before)),
             _ => None,
         };
+        let stolen = match (self.machine, machine_ticks()) {
+            (Some(before), Some(after)) => after.stolen_share_since(before),
+            _ => None,
+        };
         let db_cost = match (&self.mark, self.db.mark().await.ok()) {
             (Some(before), Some(after)) => Some(DbCost::between(before, &after, jobs)),
             _ => None,
@@ -45,9 +52,55 @@ impl<'a> Stopwatch<'a> {
             jobs,
             elapsed,
             client_cpu,
+            stolen,
             db_cost,
         }
     }
+}
+
+/// The whole machine's CPU time so far, in clock ticks, from the `cpu` line of `/proc/stat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MachineTicks {
+    /// Every state: user, nice, system, idle, iowait, irq, softirq and steal (guest time is
+    /// already in user and nice).
+    total: u64,
+    /// Time a virtual machine's CPUs were ready to run while the hypervisor ran something else.
+    steal: u64,
+}
+
+impl MachineTicks {
+    /// The share of the machine's CPU time stolen since `before` (0 to 1); `None` when no time
+    /// passed.
+    fn stolen_share_since(self, before: MachineTicks) -> Option<f64> {
+        let total = self.total.checked_sub(before.total)?;
+        let steal = self.steal.checked_sub(before.steal)?;
+        (total > 0).then(|| steal as f64 / total as f64)
+    }
+}
+
+/// The machine's CPU ticks so far; `None` where there is no `/proc/stat`.
+fn machine_ticks() -> Option<MachineTicks> {
+    parse_machine_ticks(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// The `cpu` line of `/proc/stat`: `cpu user nice system idle iowait irq softirq steal guest
+/// guest_nice`. Kernels that list fewer states have no steal to report.
+fn parse_machine_ticks(stat: &str) -> Option<MachineTicks> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    if ticks.len() < 8 {
+        return None;
+    }
+    Some(MachineTicks {
+        total: ticks.iter().sum(),
+        steal: ticks[7],
+    })
 }
 
 /// User plus system CPU time of this process so far, from `/proc/self/stat` (10 ms resolution);
@@ -149,6 +202,33 @@ mod tests {
                 cstime: 7,
             })
         );
+    }
+
+    #[test]
+    fn stolen_time_is_the_steal_column_of_the_cpu_line() {
+        let before = parse_machine_ticks(
+            "cpu  100 0 50 800 10 0 0 40 0 0\ncpu0 50 0 25 400 5 0 0 20 0 0\nintr 1 2\n",
+        )
+        .unwrap();
+        assert_eq!(
+            before,
+            MachineTicks {
+                total: 1000,
+                steal: 40
+            }
+        );
+        let after = parse_machine_ticks("cpu  200 0 100 1500 10 0 0 190 0 0\n").unwrap();
+        assert_eq!(after.stolen_share_since(before), Some(0.15));
+        assert_eq!(before.stolen_share_since(before), None);
+        assert_eq!(parse_machine_ticks("cpu  1 2 3 4\n"), None);
+        assert_eq!(parse_machine_ticks("intr 1 2\n"), None);
+    }
+
+    #[test]
+    fn this_machine_has_cpu_ticks_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(machine_ticks().is_some());
+        }
     }
 
     #[test]
