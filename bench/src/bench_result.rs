@@ -72,7 +72,13 @@ pub(crate) enum Measurement {
         db_cost: Option<DbCost>,
     },
     /// Commit-to-start latency of each job.
-    Latency(Vec<Duration>),
+    Latency {
+        /// One sample per job.
+        samples: Vec<Duration>,
+        /// The share (0 to 1) of the machine's CPU time the hypervisor took during the inserts
+        /// and starts, where it can be read.
+        stolen: Option<f64>,
+    },
 }
 
 /// The figure of one contender on one scenario, over one or more runs.
@@ -97,6 +103,8 @@ pub(crate) enum Figure {
         percentiles: Percentiles,
         /// How many runs the samples came from.
         runs: usize,
+        /// Share of the machine's CPU time stolen during each run that could measure it.
+        stolen: Vec<f64>,
     },
 }
 
@@ -137,18 +145,23 @@ impl Figure {
                     db_costs,
                 })
             }
-            Measurement::Latency(_) => {
+            Measurement::Latency { .. } => {
                 let count = runs.len();
-                let mut samples = Vec::new();
+                let mut all = Vec::new();
+                let mut stolen_shares = Vec::with_capacity(count);
                 for m in runs {
                     match m {
-                        Measurement::Latency(s) => samples.extend(s),
+                        Measurement::Latency { samples, stolen } => {
+                            all.extend(samples);
+                            stolen_shares.extend(stolen);
+                        }
                         Measurement::Throughput { .. } => return None,
                     }
                 }
                 Some(Figure::Latency {
-                    percentiles: Percentiles::of(samples)?,
+                    percentiles: Percentiles::of(all)?,
                     runs: count,
+                    stolen: stolen_shares,
                 })
             }
         }
@@ -186,12 +199,13 @@ impl Figure {
         }
     }
 
-    /// The largest share of the machine's CPU time stolen during any of the runs, for throughput
-    /// figures that could read it: how far the hypervisor may have disturbed the figure.
+    /// The largest share of the machine's CPU time stolen during any of the runs that could
+    /// read it: how far the hypervisor may have disturbed the figure.
     pub(crate) fn most_stolen(&self) -> Option<f64> {
         match self {
-            Figure::Throughput { stolen, .. } => stolen.iter().copied().reduce(f64::max),
-            Figure::Latency { .. } => None,
+            Figure::Throughput { stolen, .. } | Figure::Latency { stolen, .. } => {
+                stolen.iter().copied().reduce(f64::max)
+            }
         }
     }
 
@@ -288,9 +302,6 @@ impl BenchResult {
                 if let Some(cpu) = median(client_cpu_us_per_job) {
                     v["client_cpu_us_per_job"] = json!(round(cpu, 2));
                 }
-                if let Some(stolen) = self.figure.most_stolen() {
-                    v["stolen_pct"] = json!(round(stolen * 100.0, 1));
-                }
                 if let Some(c) = self.figure.db_cost() {
                     v["wal_bytes_per_job"] = json!(round(c.wal_bytes_per_job, 1));
                     v["xacts_per_job"] = json!(round(c.xacts_per_job, 3));
@@ -305,6 +316,9 @@ impl BenchResult {
                 v["p99_ms"] = json!(millis(p.p99));
                 v["max_ms"] = json!(millis(p.max));
             }
+        }
+        if let Some(stolen) = self.figure.most_stolen() {
+            v["stolen_pct"] = json!(round(stolen * 100.0, 1));
         }
         v["ceiling_ratio"] = json!(self.ceiling_ratio.map(|r| round(r, 3)));
         if let Some(r) = self.host_ratio {
@@ -490,6 +504,7 @@ mod tests {
                 max: ms(p99),
             },
             runs: 1,
+            stolen: Vec::new(),
         }
     }
 
@@ -564,17 +579,30 @@ mod tests {
             Some(200.0)
         );
         let l = Figure::from_runs(vec![
-            Measurement::Latency(vec![ms(1), ms(2)]),
-            Measurement::Latency(vec![ms(3), ms(4)]),
+            Measurement::Latency {
+                samples: vec![ms(1), ms(2)],
+                stolen: Some(0.1),
+            },
+            Measurement::Latency {
+                samples: vec![ms(3), ms(4)],
+                stolen: Some(0.3),
+            },
         ])
         .unwrap();
-        let Figure::Latency { percentiles, runs } = l else {
+        assert_eq!(l.most_stolen(), Some(0.3));
+        let Figure::Latency {
+            percentiles, runs, ..
+        } = l
+        else {
             panic!("not latency");
         };
         assert_eq!((percentiles.count, percentiles.p50, runs), (4, ms(2), 2));
         assert_eq!(Figure::from_runs(Vec::new()), None);
         let mixed = vec![
-            Measurement::Latency(vec![ms(1)]),
+            Measurement::Latency {
+                samples: vec![ms(1)],
+                stolen: None,
+            },
             Measurement::Throughput {
                 jobs: 1,
                 elapsed: ms(1),

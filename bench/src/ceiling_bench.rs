@@ -38,7 +38,7 @@ use crate::bench_result::{ADVISORY, CEILING, CEILING_NOTIFY, Measurement};
 use crate::engine_bench::{collect_starts, join_all, latencies};
 use crate::execution_ledger::ExecutionLedger;
 use crate::progress::Progress;
-use crate::stopwatch::Stopwatch;
+use crate::stopwatch::{StealMeter, Stopwatch};
 use crate::{
     BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Scenario,
     Workload,
@@ -487,6 +487,7 @@ impl CeilingBench<'_> {
                 &[Type::TEXT, Type::JSONB, Type::TEXT],
             )
             .await?;
+        let steal = StealMeter::start();
         let progress = Progress::bar(m, "ceiling: latency inserts");
         let mut committed: HashMap<JobId, Instant> = HashMap::new();
         let mut ticks = tokio::time::interval(opts.latency_interval);
@@ -502,6 +503,7 @@ impl CeilingBench<'_> {
         }
         progress.finish();
         let starts = collect_starts(&mut starts_rx, m, CEILING).await;
+        let stolen = steal.stolen();
         drop(starts_rx);
         drop(listener);
         // The fetcher ends when the listener's channel closes; its last completion commits first.
@@ -513,7 +515,10 @@ impl CeilingBench<'_> {
             Err(_) => return Err(BenchError::new("ceiling fetcher did not stop")),
         }
         Ok(Run {
-            measurement: Measurement::Latency(latencies(&committed, &starts)?),
+            measurement: Measurement::Latency {
+                samples: latencies(&committed, &starts)?,
+                stolen,
+            },
             ledger: Some(ledger),
         })
     }

@@ -17,7 +17,7 @@ use crate::bench_result::Measurement;
 use crate::execution_ledger::ExecutionLedger;
 use crate::host_insert::HostInsert;
 use crate::progress::Progress;
-use crate::stopwatch::Stopwatch;
+use crate::stopwatch::{StealMeter, Stopwatch};
 use crate::{
     BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Scenario,
     Workload,
@@ -232,6 +232,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
             inserter = inserter.insert_notify_cooldown(Some(cooldown));
         }
         let inserter = inserter.build()?;
+        let steal = StealMeter::start();
         let progress = Progress::bar(m, format!("{}: latency inserts", self.name));
         let mut committed: HashMap<JobId, Instant> = HashMap::new();
         let mut ticks = tokio::time::interval(opts.latency_interval);
@@ -244,6 +245,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         }
         progress.finish();
         let starts = collect_starts(&mut rx, m, self.name).await;
+        let stolen = steal.stolen();
         let recorded = wait_for(|| client.stats().recorded_outcomes >= m).await;
         client.stop().await;
         let starts = starts?;
@@ -256,7 +258,10 @@ impl<D: HostInsert> EngineBench<'_, D> {
             )));
         }
         Ok(Run {
-            measurement: Measurement::Latency(latencies(&committed, &starts)?),
+            measurement: Measurement::Latency {
+                samples: latencies(&committed, &starts)?,
+                stolen,
+            },
             ledger: Some(ledger),
         })
     }

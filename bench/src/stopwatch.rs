@@ -17,7 +17,7 @@ pub(crate) struct Stopwatch<'a> {
     mark: Option<DbMark>,
     wall: Instant,
     cpu: Option<Duration>,
-    machine: Option<MachineTicks>,
+    steal: StealMeter,
 }
 
 impl<'a> Stopwatch<'a> {
@@ -29,7 +29,7 @@ impl<'a> Stopwatch<'a> {
             mark,
             wall: Instant::now(),
             cpu: process_cpu_time(),
-            machine: machine_ticks(),
+            steal: StealMeter::start(),
         }
     }
 
@@ -40,10 +40,7 @@ impl<'a> Stopwatch<'a> {
             (Some(before), Some(after)) => Some(after.saturating_sub(before)),
             _ => None,
         };
-        let stolen = match (self.machine, machine_ticks()) {
-            (Some(before), Some(after)) => after.stolen_share_since(before),
-            _ => None,
-        };
+        let stolen = self.steal.stolen();
         let db_cost = match (&self.mark, self.db.mark().await.ok()) {
             (Some(before), Some(after)) => Some(DbCost::between(before, &after, jobs)),
             _ => None,
@@ -58,6 +55,22 @@ impl<'a> Stopwatch<'a> {
     }
 }
 
+/// Reads the share of the machine's CPU time the hypervisor takes (steal time) over a phase.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StealMeter(Option<MachineTicks>);
+
+impl StealMeter {
+    /// Starts the phase now.
+    pub(crate) fn start() -> Self {
+        StealMeter(machine_ticks())
+    }
+
+    /// The share (0 to 1) stolen since the start; `None` where `/proc/stat` cannot tell.
+    pub(crate) fn stolen(&self) -> Option<f64> {
+        self.0?.stolen_share_since(machine_ticks()?)
+    }
+}
+
 /// The whole machine's CPU time so far, in clock ticks, from the `cpu` line of `/proc/stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct MachineTicks {
@@ -69,11 +82,11 @@ struct MachineTicks {
 }
 
 impl MachineTicks {
-    /// The share of the machine's CPU time stolen since `before` (0 to 1); `None` when no time
-    /// passed.
-    fn stolen_share_since(self, before: MachineTicks) -> Option<f64> {
-        let total = self.total.checked_sub(before.total)?;
-        let steal = self.steal.checked_sub(before.steal)?;
+    /// The share of the machine's CPU time stolen from these ticks to `later` (0 to 1); `None`
+    /// when no time passed.
+    fn stolen_share_since(self, later: MachineTicks) -> Option<f64> {
+        let total = later.total.checked_sub(self.total)?;
+        let steal = later.steal.checked_sub(self.steal)?;
         (total > 0).then(|| steal as f64 / total as f64)
     }
 }
@@ -218,7 +231,7 @@ mod tests {
             }
         );
         let after = parse_machine_ticks("cpu  200 0 100 1500 10 0 0 190 0 0\n").unwrap();
-        assert_eq!(after.stolen_share_since(before), Some(0.15));
+        assert_eq!(before.stolen_share_since(after), Some(0.15));
         assert_eq!(before.stolen_share_since(before), None);
         assert_eq!(parse_machine_ticks("cpu  1 2 3 4\n"), None);
         assert_eq!(parse_machine_ticks("intr 1 2\n"), None);
@@ -228,6 +241,10 @@ mod tests {
     fn this_machine_has_cpu_ticks_on_linux() {
         if cfg!(target_os = "linux") {
             assert!(machine_ticks().is_some());
+            let meter = StealMeter::start();
+            std::thread::sleep(Duration::from_millis(30));
+            let stolen = meter.stolen().expect("a share after 30 ms");
+            assert!((0.0..=1.0).contains(&stolen), "{stolen}");
         }
     }
 
