@@ -15,8 +15,8 @@ use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};
 use crate::query::{
-    CopyShape, InsertedRow, job_copy_available, job_insert_many, job_insert_one,
-    job_insert_plain_many, job_insert_unique_many, job_notify_insert,
+    CopyShape, InsertedRow, insert_one_can_notify, job_copy_available, job_insert_many,
+    job_insert_one, job_insert_plain_many, job_insert_unique_many, job_notify_insert,
 };
 use crate::schema::Schema;
 
@@ -339,14 +339,25 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
+        self.insert_params(exec, p).await
+    }
+
+    /// Inserts one checked job and notifies its queue in the transaction when this inserter does.
+    async fn insert_params<E: Executor>(
+        &self,
+        exec: &mut E,
+        p: [InsertParams; 1],
+    ) -> Result<InsertResult> {
         let result = if p[0].unique.is_some() {
             first(
                 exec.query_as(&job_insert_unique_many(&self.schema, &p))
                     .await?,
             )?
         } else {
-            let row: InsertedRow =
-                first(exec.query_as(&job_insert_one(&self.schema, &p[0])).await?)?;
+            let row: InsertedRow = first(
+                exec.query_as(&job_insert_one(&self.schema, &p[0], false))
+                    .await?,
+            )?;
             InsertResult::new(row.into_job(&p[0]), false)
         };
         let notify = self.queues_to_notify(
@@ -355,6 +366,27 @@ impl Inserter {
         );
         self.notify(exec, notify).await?;
         Ok(result)
+    }
+
+    /// [`Inserter::insert_with`] for a client committing its own insert: when the job can carry
+    /// its queue's insert notification in its own statement and `carry` agrees (asked only then),
+    /// it does, so the notification leaves with the insert's commit. Also returns whether it did.
+    pub(crate) async fn insert_carrying<E: Executor, A: JobArgs>(
+        &self,
+        exec: &mut E,
+        args: A,
+        opts: Option<InsertOpts>,
+        carry: impl FnOnce() -> bool,
+    ) -> Result<(InsertResult, bool)> {
+        let p = self.one(&args, opts)?;
+        if p[0].unique.is_some() || !insert_one_can_notify(&p[0]) || !carry() {
+            return Ok((self.insert_params(exec, p).await?, false));
+        }
+        let row: InsertedRow = first(
+            exec.query_as(&job_insert_one(&self.schema, &p[0], true))
+                .await?,
+        )?;
+        Ok((InsertResult::new(row.into_job(&p[0]), false), true))
     }
 
     /// Inserts many jobs in one round trip and returns what happened to each, in input order.
@@ -509,7 +541,8 @@ impl Inserter {
         let result = if p[0].unique.is_some() {
             first(exec.query_as(&job_insert_unique_many(&self.schema, &p))?)?
         } else {
-            let row: InsertedRow = first(exec.query_as(&job_insert_one(&self.schema, &p[0]))?)?;
+            let row: InsertedRow =
+                first(exec.query_as(&job_insert_one(&self.schema, &p[0], false))?)?;
             InsertResult::new(row.into_job(&p[0]), false)
         };
         let notify = self.queues_to_notify(

@@ -13,12 +13,21 @@
 //! client inserting thousands of jobs a second sends a couple of hundred notifications, not one
 //! per round trip (each is a statement and a commit that take a connection, and on diesel two
 //! hops to the blocking pool). The inserting call never waits for them.
+//!
+//! A single insert after a quiet moment need not wait for a statement of its own: when no
+//! notification of this client started within [`MIN_INTERVAL`], the insert carries its
+//! notification in its own statement ([`PostCommitNotifier::take_quiet`]), which leaves with its
+//! commit, one round trip sooner, and counts as this client's notification for the interval. So
+//! the rule holds across both ways: at most one notifying commit per client per interval, except
+//! that a carried one may overlap a statement already on its way.
 
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tracing::debug;
 
 use crate::connection_lease::ConnectionLease;
@@ -30,11 +39,18 @@ use crate::schema::Schema;
 /// The least time between the starts of two notification statements of one client.
 pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(5);
 
+/// When this client's last notification started (a statement of the send loop, or an insert that
+/// carried its own), shared by the loop and [`PostCommitNotifier::take_quiet`].
+type LastStart = Arc<Mutex<Option<Instant>>>;
+
 /// Sends insert notifications after commits, coalesced, from a task started on first use.
 pub(crate) struct PostCommitNotifier<D: Driver> {
     driver: D,
     schema: Schema,
     tx: OnceLock<mpsc::UnboundedSender<String>>,
+    last_start: LastStart,
+    /// Notification statements the send loop ran.
+    statements: Arc<AtomicU64>,
 }
 
 impl<D: Driver> PostCommitNotifier<D> {
@@ -43,14 +59,39 @@ impl<D: Driver> PostCommitNotifier<D> {
             driver,
             schema,
             tx: OnceLock::new(),
+            last_start: LastStart::default(),
+            statements: Arc::default(),
         }
+    }
+
+    /// True when no notification of this client started within [`MIN_INTERVAL`]: the caller's
+    /// insert then carries its own notification, which counts as this client's latest.
+    pub(crate) fn take_quiet(&self) -> bool {
+        let mut last = lock(&self.last_start);
+        let now = Instant::now();
+        if last.is_some_and(|at| now < at + MIN_INTERVAL) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+
+    /// How many notification statements this client sent after its inserts' commits.
+    pub(crate) fn statements(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
     }
 
     /// Announces `queues` (already committed, due now). The task ends when this is dropped.
     pub(crate) fn notify(&self, queues: impl IntoIterator<Item = String>) {
         let tx = self.tx.get_or_init(|| {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(send_loop(self.driver.clone(), self.schema.clone(), rx));
+            tokio::spawn(send_loop(
+                self.driver.clone(),
+                self.schema.clone(),
+                rx,
+                Arc::clone(&self.last_start),
+                Arc::clone(&self.statements),
+            ));
             tx
         });
         for q in queues {
@@ -59,14 +100,38 @@ impl<D: Driver> PostCommitNotifier<D> {
     }
 }
 
-async fn send_loop<D: Driver>(driver: D, schema: Schema, mut rx: mpsc::UnboundedReceiver<String>) {
-    let mut last_sent: Option<tokio::time::Instant> = None;
+fn lock(last: &Mutex<Option<Instant>>) -> std::sync::MutexGuard<'_, Option<Instant>> {
+    last.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+async fn send_loop<D: Driver>(
+    driver: D,
+    schema: Schema,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    last_start: LastStart,
+    statements: Arc<AtomicU64>,
+) {
     while let Some(first) = rx.recv().await {
-        if let Some(last) = last_sent {
-            // Whatever else commits meanwhile goes out with this one.
-            tokio::time::sleep_until(last + MIN_INTERVAL).await;
+        // Whatever else commits meanwhile goes out with this one. An insert that carried its
+        // own notification meanwhile pushes the start back.
+        loop {
+            let due = {
+                let mut last = lock(&last_start);
+                let now = Instant::now();
+                match *last {
+                    Some(at) if now < at + MIN_INTERVAL => Some(at + MIN_INTERVAL),
+                    _ => {
+                        *last = Some(now);
+                        None
+                    }
+                }
+            };
+            match due {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => break,
+            }
         }
-        last_sent = Some(tokio::time::Instant::now());
+        statements.fetch_add(1, Ordering::Relaxed);
         let mut queues = BTreeSet::from([first]);
         while let Ok(q) = rx.try_recv() {
             queues.insert(q);

@@ -230,6 +230,7 @@ macro_rules! __conformance_cases {
                 losing_the_listener_mid_run_recovers, poll_only_mode_works_by_polling,
                 client_committed_inserts_are_each_announced,
                 a_burst_of_client_committed_inserts_is_announced_in_few_notifications,
+                a_quiet_insert_carries_its_own_notification,
                 a_burst_of_held_back_inserts_is_announced_in_few_looks,
                 rolled_back_insert_leaves_the_next_commit_its_wake_up,
                 interleaved_transactions_each_get_a_wake_up,

@@ -7,8 +7,14 @@
 -- $2: kind
 -- $3: args
 -- $4: priority
+-- With a channel in $6, the statement also notifies it of the queue, as job_notify_insert.sql
+-- would: the notification then leaves with the insert's own commit (a client committing its own
+-- insert after a quiet moment, so that listeners hear of the job without a second round trip).
+-- The subquery runs once: its volatile call keeps it from being flattened or dropped.
 -- $5: max_attempts
+-- $6: the insert channel, '<schema>.pgmill_insert', or NULL for no notification
 INSERT INTO {schema}.pgmill_job AS j (queue, kind, args, priority, max_attempts)
-VALUES ($1::text, $2::text, $3::jsonb, $4::smallint, $5::smallint)
+SELECT $1::text, $2::text, $3::jsonb, $4::smallint, $5::smallint
+FROM (SELECT CASE WHEN $6::text IS NOT NULL THEN pg_notify($6::text, $1::text) END) AS n
 RETURNING j.id AS id, 'available'::text AS state, j.created_at AS created_at,
     j.scheduled_at AS scheduled_at

@@ -58,6 +58,10 @@ pub struct ClientStats {
     pub superseded_results: u64,
     /// Completer flushes (UPDATE statements).
     pub completer_flushes: u64,
+    /// Insert notifications this client sent as statements of their own, after the commit of its
+    /// own inserts ([`Client::insert`] and friends). A single insert after a quiet moment carries
+    /// its notification in its own statement instead, which is not counted here.
+    pub notification_statements: u64,
 }
 
 /// A pgmill client: works its queues with its workers, and inserts and administers jobs.
@@ -250,6 +254,7 @@ impl<D: Driver> Client<D> {
             recorded_outcomes: s.recorded.load(Ordering::Relaxed),
             superseded_results: s.superseded.load(Ordering::Relaxed),
             completer_flushes: s.flushes.load(Ordering::Relaxed),
+            notification_statements: self.inner.post_commit.statements(),
         }
     }
 
@@ -559,14 +564,23 @@ impl<D: Driver> Client<D> {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let job = self
+        // After a quiet moment the insert carries its own notification: it leaves with the
+        // commit, a round trip sooner than a statement sent after it.
+        let notifies = self.inner.inserter.notifies();
+        let (job, carried) = self
             .inner
             .own_inserter
-            .insert_with(&mut conn, args, opts)
+            .insert_carrying(&mut conn, args, opts.into(), || {
+                notifies && self.inner.post_commit.take_quiet()
+            })
             .await?;
         drop(conn);
         if job.state == JobState::Available && !job.skipped_as_duplicate {
-            self.announce([job.queue.clone()]);
+            if carried {
+                self.wake(&job.queue);
+            } else {
+                self.announce([job.queue.clone()]);
+            }
         }
         Ok(job)
     }

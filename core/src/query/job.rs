@@ -36,9 +36,17 @@ impl FromRow for InsertResult {
     }
 }
 
-/// The insert of one job, with typed parameters; it returns an [`InsertedRow`].
-pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams) -> Statement {
-    if p.is_due_now() && CopyShape::of(p) == CopyShape::Plain {
+/// Whether [`job_insert_one`] inserts `p` with the statement that can carry its queue's insert
+/// notification (a job due now with no metadata and no tags).
+pub(crate) fn insert_one_can_notify(p: &InsertParams) -> bool {
+    p.is_due_now() && CopyShape::of(p) == CopyShape::Plain
+}
+
+/// The insert of one job, with typed parameters; it returns an [`InsertedRow`]. With `notify`,
+/// a job that [`insert_one_can_notify`] also notifies its queue on the insert channel from the
+/// same statement (delivered at its commit); other jobs ignore it.
+pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) -> Statement {
+    if insert_one_can_notify(p) {
         // Nothing for the server to decide or parse beyond the args (job_insert_plain_one.sql).
         return schema
             .statement(Query::JobInsertPlainOne)
@@ -46,7 +54,8 @@ pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams) -> Statement {
             .bind(p.kind.as_str())
             .bind(p.args.clone())
             .bind(p.priority)
-            .bind(p.max_attempts);
+            .bind(p.max_attempts)
+            .bind(notify.then(|| schema.channel(crate::notifier::TOPIC_INSERT)));
     }
     schema
         .statement(Query::JobInsertOne)

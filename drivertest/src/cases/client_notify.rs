@@ -264,6 +264,64 @@ pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
     );
 }
 
+/// A single insert after a quiet moment carries its notification in its own statement, so it
+/// leaves with the commit: workers that never poll start the job, a listener hears of it, and the
+/// inserting client sent no notification statement after the commit. A job that cannot carry it
+/// (scheduled) sends none either, and a job with metadata (another statement) is announced after
+/// its commit, as before.
+pub async fn a_quiet_insert_carries_its_own_notification<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let worker_client = test_client(&ctx)
+        .queue("default", 2)
+        .poll_interval(LONG_POLL)
+        .worker(ScriptedWorker::ok())
+        .build()
+        .unwrap();
+    worker_client.start().await.unwrap();
+    // Let the producer's first fetch and the listener settle.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let inserter = test_client(&ctx).build().unwrap();
+    inserter.insert(Task { n: 1 }).await.unwrap();
+    completes_without_polling(&ctx, 1).await;
+    let event = tokio::time::timeout(Duration::from_secs(20), l.next_event())
+        .await
+        .expect("a notification for the insert")
+        .expect("listener event");
+    assert!(
+        matches!(event, ListenerEvent::Notification(ref n) if n.payload == "default"),
+        "{event:?}"
+    );
+    assert_eq!(
+        inserter.stats().notification_statements,
+        0,
+        "the insert carried its notification"
+    );
+    // Past the interval: quiet again. A scheduled job is not due, so nothing announces it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let scheduled = InsertOpts::new().schedule_in(TimeDelta::hours(1));
+    inserter
+        .insert_with(Task { n: 2 }, scheduled)
+        .await
+        .unwrap();
+    // A due job with metadata takes the general insert statement, which carries nothing: a
+    // statement after the commit announces it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let with_metadata = InsertOpts::new().metadata(serde_json::json!({ "from": "test" }));
+    inserter
+        .insert_with(Task { n: 3 }, with_metadata)
+        .await
+        .unwrap();
+    completes_without_polling(&ctx, 2).await;
+    worker_client.stop().await;
+    assert_eq!(inserter.stats().notification_statements, 1);
+    assert_eq!(
+        insert_payloads_until_marker::<H>(&ctx, &mut l).await,
+        vec!["default".to_owned()],
+        "one notification, for the job with metadata"
+    );
+}
+
 /// A burst of inserts the client commits itself is announced in a few notifications (one at a
 /// time, a few milliseconds apart, each for everything committed meanwhile), and every job of the
 /// burst is still picked up through them, not by a poll.
