@@ -108,6 +108,7 @@ macro_rules! __pooler_cases {
             client_notify {
                 insert_notification_wakes_an_idle_producer,
                 rolled_back_insert_sends_no_notification,
+                a_quiet_insert_carries_its_own_notification,
             }
             client_control {
                 pause_stops_fetching_and_resume_restarts,
