@@ -24,16 +24,26 @@ async fn completes_without_polling<D: Driver>(ctx: &TestContext<D>, n: i64) {
     assert!(done, "the job was not picked up through a notification");
 }
 
-/// A job committed by another process wakes an idle, listening producer (no poll needed).
-pub async fn insert_notification_wakes_an_idle_producer<H: Harness>() {
-    let ctx = ctx::<H>().await;
-    let client = test_client(&ctx)
-        .queue("default", 2)
+/// A started client working the default queue with `slots` ok workers, polling so rarely that
+/// a job it picks up must have been announced.
+async fn never_polling_worker<H: Harness>(
+    ctx: &TestContext<H::Driver>,
+    slots: usize,
+) -> pgmill::Client<H::Driver> {
+    let client = test_client(ctx)
+        .queue("default", slots)
         .poll_interval(LONG_POLL)
         .worker(ScriptedWorker::ok())
         .build()
         .unwrap();
     client.start().await.unwrap();
+    client
+}
+
+/// A job committed by another process wakes an idle, listening producer (no poll needed).
+pub async fn insert_notification_wakes_an_idle_producer<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = never_polling_worker::<H>(&ctx, 2).await;
     // Let the producer's first fetch and the listener settle, then insert from "elsewhere".
     tokio::time::sleep(Duration::from_millis(300)).await;
     let elsewhere = Inserter::new(ctx.schema.clone());
@@ -54,6 +64,19 @@ async fn insert_listener<H: Harness>(
         .unwrap();
     l.listen(&ctx.schema.channel("marker")).await.unwrap();
     l
+}
+
+/// Waits (up to 20 s) for the listener's next event, which must be an insert notification for
+/// the default queue.
+async fn expect_default_queue_notification<H: Harness>(l: &mut <H::Driver as Driver>::Listener) {
+    let event = tokio::time::timeout(Duration::from_secs(20), l.next_event())
+        .await
+        .expect("an insert notification")
+        .expect("listener event");
+    assert!(
+        matches!(event, ListenerEvent::Notification(ref n) if n.payload == "default"),
+        "{event:?}"
+    );
 }
 
 /// Collects insert-channel payloads until the marker notification arrives.
@@ -245,14 +268,7 @@ pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
     for n in 0..3 {
         client.insert(Task { n }).await.unwrap();
         // Wait for this insert's notification before the next insert, so none coalesce.
-        let event = tokio::time::timeout(Duration::from_secs(20), l.next_event())
-            .await
-            .expect("a notification per insert")
-            .expect("listener event");
-        assert!(
-            matches!(event, ListenerEvent::Notification(ref n) if n.payload == "default"),
-            "{event:?}"
-        );
+        expect_default_queue_notification::<H>(&mut l).await;
     }
     let scheduled = InsertOpts::new().schedule_in(TimeDelta::hours(1));
     client.insert_with(Task { n: 9 }, scheduled).await.unwrap();
@@ -272,26 +288,13 @@ pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
 pub async fn a_quiet_insert_carries_its_own_notification<H: Harness>() {
     let ctx = ctx::<H>().await;
     let mut l = insert_listener::<H>(&ctx).await;
-    let worker_client = test_client(&ctx)
-        .queue("default", 2)
-        .poll_interval(LONG_POLL)
-        .worker(ScriptedWorker::ok())
-        .build()
-        .unwrap();
-    worker_client.start().await.unwrap();
+    let worker_client = never_polling_worker::<H>(&ctx, 2).await;
     // Let the producer's first fetch and the listener settle.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let inserter = test_client(&ctx).build().unwrap();
     inserter.insert(Task { n: 1 }).await.unwrap();
     completes_without_polling(&ctx, 1).await;
-    let event = tokio::time::timeout(Duration::from_secs(20), l.next_event())
-        .await
-        .expect("a notification for the insert")
-        .expect("listener event");
-    assert!(
-        matches!(event, ListenerEvent::Notification(ref n) if n.payload == "default"),
-        "{event:?}"
-    );
+    expect_default_queue_notification::<H>(&mut l).await;
     assert_eq!(
         inserter.stats().notification_statements,
         0,
@@ -328,13 +331,7 @@ pub async fn a_quiet_insert_carries_its_own_notification<H: Harness>() {
 pub async fn a_burst_of_client_committed_inserts_is_announced_in_few_notifications<H: Harness>() {
     let ctx = ctx::<H>().await;
     let mut l = insert_listener::<H>(&ctx).await;
-    let worker_client = test_client(&ctx)
-        .queue("default", 4)
-        .poll_interval(LONG_POLL)
-        .worker(ScriptedWorker::ok())
-        .build()
-        .unwrap();
-    worker_client.start().await.unwrap();
+    let worker_client = never_polling_worker::<H>(&ctx, 4).await;
     let inserter = test_client(&ctx).build().unwrap();
     let burst = 200;
     let started = std::time::Instant::now();
