@@ -67,7 +67,7 @@ impl StealMeter {
 
     /// The share (0 to 1) stolen since the start; `None` where `/proc/stat` cannot tell.
     pub(crate) fn stolen(&self) -> Option<f64> {
-        self.0?.stolen_share_since(machine_ticks()?)
+        self.0?.stolen_share_until(machine_ticks()?)
     }
 }
 
@@ -84,7 +84,7 @@ struct MachineTicks {
 impl MachineTicks {
     /// The share of the machine's CPU time stolen from these ticks to `later` (0 to 1); `None`
     /// when no time passed.
-    fn stolen_share_since(self, later: MachineTicks) -> Option<f64> {
+    fn stolen_share_until(self, later: MachineTicks) -> Option<f64> {
         let total = later.total.checked_sub(self.total)?;
         let steal = later.steal.checked_sub(self.steal)?;
         (total > 0).then(|| steal as f64 / total as f64)
@@ -231,8 +231,8 @@ mod tests {
             }
         );
         let after = parse_machine_ticks("cpu  200 0 100 1500 10 0 0 190 0 0\n").unwrap();
-        assert_eq!(before.stolen_share_since(after), Some(0.15));
-        assert_eq!(before.stolen_share_since(before), None);
+        assert_eq!(before.stolen_share_until(after), Some(0.15));
+        assert_eq!(before.stolen_share_until(before), None);
         assert_eq!(parse_machine_ticks("cpu  1 2 3 4\n"), None);
         assert_eq!(parse_machine_ticks("intr 1 2\n"), None);
     }
