@@ -339,14 +339,17 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
-        self.insert_params(exec, p).await
+        self.insert_params(exec, p, false).await
     }
 
-    /// Inserts one checked job and notifies its queue in the transaction when this inserter does.
+    /// Inserts one checked job and notifies its queue in the transaction when this inserter does;
+    /// with `carry` (a job [`insert_one_can_notify`], not unique), the insert statement itself
+    /// notifies the queue.
     async fn insert_params<E: Executor>(
         &self,
         exec: &mut E,
         p: [InsertParams; 1],
+        carry: bool,
     ) -> Result<InsertResult> {
         let result = if p[0].unique.is_some() {
             first(
@@ -355,7 +358,7 @@ impl Inserter {
             )?
         } else {
             let row: InsertedRow = first(
-                exec.query_as(&job_insert_one(&self.schema, &p[0], false))
+                exec.query_as(&job_insert_one(&self.schema, &p[0], carry))
                     .await?,
             )?;
             InsertResult::new(row.into_job(&p[0]), false)
@@ -379,14 +382,8 @@ impl Inserter {
         carry: impl FnOnce() -> bool,
     ) -> Result<(InsertResult, bool)> {
         let p = self.one(&args, opts)?;
-        if p[0].unique.is_some() || !insert_one_can_notify(&p[0]) || !carry() {
-            return Ok((self.insert_params(exec, p).await?, false));
-        }
-        let row: InsertedRow = first(
-            exec.query_as(&job_insert_one(&self.schema, &p[0], true))
-                .await?,
-        )?;
-        Ok((InsertResult::new(row.into_job(&p[0]), false), true))
+        let carried = p[0].unique.is_none() && insert_one_can_notify(&p[0]) && carry();
+        Ok((self.insert_params(exec, p, carried).await?, carried))
     }
 
     /// Inserts many jobs in one round trip and returns what happened to each, in input order.

@@ -67,13 +67,7 @@ impl<D: Driver> PostCommitNotifier<D> {
     /// True when no notification of this client started within [`MIN_INTERVAL`]: the caller's
     /// insert then carries its own notification, which counts as this client's latest.
     pub(crate) fn take_quiet(&self) -> bool {
-        let mut last = lock(&self.last_start);
-        let now = Instant::now();
-        if last.is_some_and(|at| now < at + MIN_INTERVAL) {
-            return false;
-        }
-        *last = Some(now);
-        true
+        start_if_quiet(&self.last_start).is_ok()
     }
 
     /// How many notification statements this client sent after its inserts' commits.
@@ -100,8 +94,18 @@ impl<D: Driver> PostCommitNotifier<D> {
     }
 }
 
-fn lock(last: &Mutex<Option<Instant>>) -> std::sync::MutexGuard<'_, Option<Instant>> {
-    last.lock().unwrap_or_else(|p| p.into_inner())
+/// Records a notification starting now when none started within [`MIN_INTERVAL`]; otherwise
+/// tells when the interval ends.
+fn start_if_quiet(last_start: &Mutex<Option<Instant>>) -> Result<(), Instant> {
+    let mut last = last_start.lock().unwrap_or_else(|p| p.into_inner());
+    let now = Instant::now();
+    match *last {
+        Some(at) if now < at + MIN_INTERVAL => Err(at + MIN_INTERVAL),
+        _ => {
+            *last = Some(now);
+            Ok(())
+        }
+    }
 }
 
 async fn send_loop<D: Driver>(
@@ -114,22 +118,8 @@ async fn send_loop<D: Driver>(
     while let Some(first) = rx.recv().await {
         // Whatever else commits meanwhile goes out with this one. An insert that carried its
         // own notification meanwhile pushes the start back.
-        loop {
-            let due = {
-                let mut last = lock(&last_start);
-                let now = Instant::now();
-                match *last {
-                    Some(at) if now < at + MIN_INTERVAL => Some(at + MIN_INTERVAL),
-                    _ => {
-                        *last = Some(now);
-                        None
-                    }
-                }
-            };
-            match due {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => break,
-            }
+        while let Err(due) = start_if_quiet(&last_start) {
+            tokio::time::sleep_until(due).await;
         }
         statements.fetch_add(1, Ordering::Relaxed);
         let mut queues = BTreeSet::from([first]);

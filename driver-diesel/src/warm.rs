@@ -70,14 +70,15 @@ impl WarmConnections {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        {
+        let id = {
             let mut kept = self.lock();
             if kept.len() >= self.capacity {
                 return;
             }
+            let id = self.next.fetch_add(1, Ordering::Relaxed);
             kept.push((id, object));
-        }
+            id
+        };
         let warm = std::sync::Arc::clone(self);
         runtime.spawn(async move {
             tokio::time::sleep(KEEP_FOR).await;

@@ -3,14 +3,14 @@
 -- created_at and scheduled_at both now()), so the server decides nothing and parses no JSON or
 -- array beyond the args. Returns what job_insert_one.sql returns: the id, the state (available, as
 -- a constant), and the two times the defaults gave.
--- $1: queue
--- $2: kind
--- $3: args
--- $4: priority
 -- With a channel in $6, the statement also notifies it of the queue, as job_notify_insert.sql
 -- would: the notification then leaves with the insert's own commit (a client committing its own
 -- insert after a quiet moment, so that listeners hear of the job without a second round trip).
 -- The subquery runs once: its volatile call keeps it from being flattened or dropped.
+-- $1: queue
+-- $2: kind
+-- $3: args
+-- $4: priority
 -- $5: max_attempts
 -- $6: the insert channel, '<schema>.pgmill_insert', or NULL for no notification
 INSERT INTO {schema}.pgmill_job AS j (queue, kind, args, priority, max_attempts)
