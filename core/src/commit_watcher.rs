@@ -125,11 +125,16 @@ async fn watch_loop<D: Driver>(
             .map(|w| w.next)
             .min()
             .map(|at| last_look.map_or(at, |l| at.max(l + MIN_LOOK_INTERVAL)));
+        // The earliest a job sent from now on could be looked for: FIRST_DELAY after it arrives,
+        // and never sooner than MIN_LOOK_INTERVAL after the last look.
+        let earliest_arrival_look = last_look.map_or(Instant::now() + FIRST_DELAY, |l| {
+            (Instant::now() + FIRST_DELAY).max(l + MIN_LOOK_INTERVAL)
+        });
         match next {
-            // A job sent meanwhile is looked for first FIRST_DELAY after it arrives, so while a
-            // look is due sooner than that, arrivals wait in the channel until then: one wake-up
-            // per look, not one per insert.
-            Some(at) if at <= Instant::now() + FIRST_DELAY => tokio::time::sleep_until(at).await,
+            // While the next look is due no later than any job sent meanwhile could be looked
+            // for, arrivals wait in the channel until then: one wake-up per look, not one per
+            // insert (between two looks, every insert would otherwise wake this task).
+            Some(at) if at <= earliest_arrival_look => tokio::time::sleep_until(at).await,
             _ => tokio::select! {
                 id = rx.recv() => match id {
                     Some(id) => watched.push(Watched::new(id, Instant::now())),
