@@ -227,9 +227,11 @@ pub async fn cancel_a_running_job_from_another_process<H: Harness>() {
     for poll_only in [false, true] {
         let ctx = ctx::<H>().await;
         let stopped = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stopped);
+        let started = Arc::new(AtomicBool::new(false));
+        let (flag, start_flag) = (Arc::clone(&stopped), Arc::clone(&started));
         let worker = ScriptedWorker::new(move |_| {
             let guard = DropFlag(Arc::clone(&flag));
+            start_flag.store(true, Ordering::SeqCst);
             async move {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 drop(guard);
@@ -245,10 +247,9 @@ pub async fn cancel_a_running_job_from_another_process<H: Harness>() {
             .unwrap();
         client.start().await.unwrap();
         let job = client.insert(Task { n: 1 }).await.unwrap();
-        wait_for("running", async || {
-            count_in(&ctx, JobState::Running).await == 1
-        })
-        .await;
+        // Started, not only claimed: a job is `running` from its claim, and a cancel that reaches
+        // it while it is still buffered ends it without ever starting the work.
+        wait_for("started", async || started.load(Ordering::SeqCst)).await;
         let operator = test_client(&ctx).build().unwrap();
         let marked = operator.job_cancel(job.id).await.unwrap().unwrap();
         assert_eq!(marked.state, JobState::Running);
