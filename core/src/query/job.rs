@@ -36,17 +36,19 @@ impl FromRow for InsertResult {
     }
 }
 
-/// Whether [`job_insert_one`] inserts `p` with the statement that can carry its queue's insert
-/// notification (a job due now with no metadata and no tags).
+/// Whether [`job_insert_one`] can carry `p`'s insert notification in its own statement: a job
+/// due now (its state is then `available` whatever the database clock says).
 pub(crate) fn insert_one_can_notify(p: &InsertParams) -> bool {
-    p.is_due_now() && CopyShape::of(p) == CopyShape::Plain
+    p.is_due_now()
 }
 
 /// The insert of one job, with typed parameters; it returns an [`InsertedRow`]. With `notify`,
 /// a job that [`insert_one_can_notify`] also notifies its queue on the insert channel from the
 /// same statement (delivered at its commit); other jobs ignore it.
 pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) -> Statement {
-    if insert_one_can_notify(p) {
+    let channel =
+        (notify && insert_one_can_notify(p)).then(|| schema.channel(crate::notifier::TOPIC_INSERT));
+    if p.is_due_now() && CopyShape::of(p) == CopyShape::Plain {
         // Nothing for the server to decide or parse beyond the args (job_insert_plain_one.sql).
         return schema
             .statement(Query::JobInsertPlainOne)
@@ -55,7 +57,7 @@ pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) ->
             .bind(p.args.clone())
             .bind(p.priority)
             .bind(p.max_attempts)
-            .bind(notify.then(|| schema.channel(crate::notifier::TOPIC_INSERT)));
+            .bind(channel);
     }
     schema
         .statement(Query::JobInsertOne)
@@ -72,6 +74,7 @@ pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) ->
             p.schedule_in
                 .map(|d| d.num_microseconds().unwrap_or(i64::MAX)),
         )
+        .bind(channel)
 }
 
 /// What [`job_insert_one`] returns: the columns of the new row the database decides.

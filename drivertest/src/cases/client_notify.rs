@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use pgmill::driver::{Driver, Executor, Listener, ListenerEvent, Statement, Transaction};
-use pgmill::{InsertOpts, InsertParams, Inserter, JobState};
+use pgmill::{InsertOpts, InsertParams, Inserter, JobState, UniqueOpts};
 
 use crate::scripted::{
     ScriptedWorker, Task, count_in, tagged_driver, terminate_tagged, test_client, wait_for,
@@ -282,9 +282,9 @@ pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
 
 /// A single insert after a quiet moment carries its notification in its own statement, so it
 /// leaves with the commit: workers that never poll start the job, a listener hears of it, and the
-/// inserting client sent no notification statement after the commit. A job that cannot carry it
-/// (scheduled) sends none either, and a job with metadata (another statement) is announced after
-/// its commit, as before.
+/// inserting client sent no notification statement after the commit. A due job with metadata
+/// (the general insert statement) carries it too; a scheduled job sends none; and a unique job
+/// (whose statement cannot carry it) is announced after its commit, as before.
 pub async fn a_quiet_insert_carries_its_own_notification<H: Harness>() {
     let ctx = ctx::<H>().await;
     let mut l = insert_listener::<H>(&ctx).await;
@@ -307,21 +307,33 @@ pub async fn a_quiet_insert_carries_its_own_notification<H: Harness>() {
         .insert_with(Task { n: 2 }, scheduled)
         .await
         .unwrap();
-    // A due job with metadata takes the general insert statement, which carries nothing: a
-    // statement after the commit announces it.
+    // A due job with metadata and tags takes the general insert statement, which carries it too.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let with_metadata = InsertOpts::new().metadata(serde_json::json!({ "from": "test" }));
+    let with_metadata = InsertOpts::new()
+        .metadata(serde_json::json!({ "from": "test" }))
+        .tags(["carried"]);
     inserter
         .insert_with(Task { n: 3 }, with_metadata)
         .await
         .unwrap();
     completes_without_polling(&ctx, 2).await;
+    expect_default_queue_notification::<H>(&mut l).await;
+    assert_eq!(
+        inserter.stats().notification_statements,
+        0,
+        "the general insert carried its notification"
+    );
+    // A unique job's statement carries nothing: a statement after the commit announces it.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let unique = InsertOpts::new().unique(UniqueOpts::new().by_args());
+    inserter.insert_with(Task { n: 4 }, unique).await.unwrap();
+    completes_without_polling(&ctx, 3).await;
     worker_client.stop().await;
     assert_eq!(inserter.stats().notification_statements, 1);
     assert_eq!(
         insert_payloads_until_marker::<H>(&ctx, &mut l).await,
         vec!["default".to_owned()],
-        "one notification, for the job with metadata"
+        "one notification, for the unique job"
     );
 }
 
