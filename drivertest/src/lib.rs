@@ -286,6 +286,7 @@ macro_rules! __conformance_cases {
             }
             fencing {
                 late_outcome_after_the_attempt_was_given_back_and_claimed_again_is_dropped,
+                late_outcome_beside_its_jobs_new_claim_in_one_batch_is_dropped,
                 lost_claim_is_reasserted_with_its_token_and_its_outcome_lands,
                 claim_that_ended_on_this_database_is_not_reasserted,
                 a_lost_jobs_id_handed_out_again_is_not_taken_over_by_its_claim,

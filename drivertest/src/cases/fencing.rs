@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use pgmill::driver::{Driver, Executor};
+use pgmill::driver::{Driver, Executor, Transaction};
 use pgmill::middleware::MetricsConfig;
 use pgmill::{Client, JobError, JobId, JobRow, JobState};
 use tokio::sync::Notify;
@@ -159,6 +159,125 @@ pub async fn late_outcome_after_the_attempt_was_given_back_and_claimed_again_is_
         (b.stats().recorded_outcomes, b.stats().superseded_results),
         (1, 0)
     );
+}
+
+/// A job this client claims again while its earlier claim's outcome is still held, with another
+/// job of the new claim: the held outcome and the new claim's other outcome reach the completer in
+/// one batch, whose ids (both jobs) and tokens (both claims) would also match the job under its
+/// new claim if the completion matched them as two sets rather than as pairs. The held outcome is
+/// dropped and counted, the job keeps running under its new claim, and that claim's own outcome
+/// is the one recorded.
+pub async fn late_outcome_beside_its_jobs_new_claim_in_one_batch_is_dropped<H: Harness>() {
+    let ctx = migrated::<H>().await;
+    let (first_gate, second_gate, other_gate) = (
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+        Arc::new(Notify::new()),
+    );
+    let tokens: Arc<std::sync::Mutex<Vec<(i64, Option<i64>)>>> = Arc::default();
+    let worker = {
+        let (first_gate, second_gate, other_gate) = (
+            Arc::clone(&first_gate),
+            Arc::clone(&second_gate),
+            Arc::clone(&other_gate),
+        );
+        let tokens = Arc::clone(&tokens);
+        ScriptedWorker::new(move |run| {
+            let runs_of_job = {
+                let mut t = tokens.lock().unwrap();
+                t.push((run.n, run.claim_token));
+                t.iter().filter(|(n, _)| *n == run.n).count()
+            };
+            let gate = match (run.n, runs_of_job) {
+                (1, 1) => Arc::clone(&first_gate),
+                (1, _) => Arc::clone(&second_gate),
+                _ => Arc::clone(&other_gate),
+            };
+            async move {
+                gate.notified().await;
+                Ok(())
+            }
+        })
+    };
+    // Outcomes linger long enough in the completer for two released together to share a batch.
+    let mut completer = pgmill::CompleterConfig::default();
+    completer.linger = Duration::from_millis(300);
+    let a = test_client(&ctx)
+        .queue("default", 3)
+        .heartbeat_interval(Duration::from_millis(100))
+        .job_timeout(None)
+        .completer(completer)
+        .worker(worker)
+        .build()
+        .unwrap();
+    let job_id = a.insert(Task { n: 1 }).await.unwrap().id;
+    a.start().await.unwrap();
+    wait_for("A runs attempt 1", async || {
+        tokens.lock().unwrap().len() == 1
+    })
+    .await;
+
+    // The release (available again, the attempt given back, due now) and another job, in one
+    // transaction: A's next claim takes both, whether it starts after the position of its last
+    // claim (X's old one) or from the first job.
+    let mut conn = ctx.conn().await;
+    let mut tx = conn.begin().await.unwrap();
+    let released = tx
+        .execute(
+            &ctx.stmt(
+                "UPDATE {schema}.pgmill_job SET state = 'available', attempt = attempt - 1, \
+                 scheduled_at = now() WHERE id = $1::bigint AND state = 'running'",
+            )
+            .bind(job_id.0),
+        )
+        .await
+        .unwrap();
+    assert_eq!(released, 1);
+    a.inserter().insert(&mut tx, Task { n: 2 }).await.unwrap();
+    tx.commit().await.unwrap();
+    drop(conn);
+    wait_for("A runs the job again and the other job", async || {
+        tokens.lock().unwrap().len() == 3
+    })
+    .await;
+    let runs = tokens.lock().unwrap().clone();
+    let (first, again, other) = (
+        runs[0].1,
+        runs[1..].iter().find(|r| r.0 == 1),
+        runs[1..].iter().find(|r| r.0 == 2),
+    );
+    let (again, other) = (again.expect("ran again").1, other.expect("other ran").1);
+    assert_eq!(again, other, "one claim took both: {runs:?}");
+    assert_ne!(first, again, "{runs:?}");
+
+    // The held outcome and the other job's, together.
+    first_gate.notify_one();
+    other_gate.notify_one();
+    wait_for("both outcomes delivered", async || {
+        let s = a.stats();
+        s.recorded_outcomes + s.superseded_results == 2
+    })
+    .await;
+    assert_eq!(
+        (a.stats().recorded_outcomes, a.stats().superseded_results),
+        (1, 1),
+        "the other job's outcome recorded, the held one dropped"
+    );
+    let during = job(&a, job_id).await;
+    assert_eq!(
+        (during.state, during.claim_token),
+        (JobState::Running, again),
+        "the job still runs under its new claim: {during:?}"
+    );
+
+    second_gate.notify_one();
+    wait_for("the new claim's outcome recorded", async || {
+        count_in(&ctx, JobState::Completed).await == 2
+    })
+    .await;
+    a.stop().await;
+    let after = job(&a, job_id).await;
+    assert_eq!((after.attempt, after.claim_token), (1, None), "{after:?}");
 }
 
 /// A claim that a failover lost (the row fell back to available with the attempt before it, no
