@@ -233,6 +233,7 @@ macro_rules! __conformance_cases {
                 a_burst_of_client_committed_inserts_is_announced_in_few_notifications,
                 a_quiet_insert_carries_its_own_notification,
                 a_burst_of_held_back_inserts_is_announced_in_few_looks,
+                an_application_transactions_single_insert_carries_its_notification,
                 rolled_back_insert_leaves_the_next_commit_its_wake_up,
                 interleaved_transactions_each_get_a_wake_up,
             }

@@ -471,3 +471,68 @@ pub async fn a_burst_of_held_back_inserts_is_announced_in_few_looks<H: Harness>(
         "{notified} notifications for {burst} inserts in {took:?}"
     );
 }
+
+/// An executor that records the statements run through it and hands them to `inner`.
+struct Recording<'a, E> {
+    inner: &'a mut E,
+    statements: usize,
+}
+
+impl<E: Executor> Executor for Recording<'_, E> {
+    type Transaction<'t>
+        = E::Transaction<'t>
+    where
+        Self: 't;
+
+    async fn execute(&mut self, stmt: &Statement) -> pgmill::Result<u64> {
+        self.statements += 1;
+        self.inner.execute(stmt).await
+    }
+
+    async fn query(&mut self, stmt: &Statement) -> pgmill::Result<Vec<pgmill::driver::Row>> {
+        self.statements += 1;
+        self.inner.query(stmt).await
+    }
+
+    async fn execute_script(&mut self, sql: &str) -> pgmill::Result<()> {
+        self.statements += 1;
+        self.inner.execute_script(sql).await
+    }
+
+    async fn begin(&mut self) -> pgmill::Result<E::Transaction<'_>> {
+        self.inner.begin().await
+    }
+}
+
+/// A single insert in the application's transaction whose queue is to be notified carries the
+/// notification in its own statement: one statement in the transaction, and idle workers still
+/// start the job at its commit. A later insert within the cooldown sends no notification
+/// statement either (the commit watcher announces it).
+pub async fn an_application_transactions_single_insert_carries_its_notification<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = notified_client::<H>(&ctx).await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    for n in [1, 2] {
+        let mut conn = ctx.conn().await;
+        let mut tx = conn.begin().await.unwrap();
+        let mut recording = Recording {
+            inner: &mut tx,
+            statements: 0,
+        };
+        client
+            .inserter()
+            .insert(&mut recording, Task { n })
+            .await
+            .unwrap();
+        assert_eq!(recording.statements, 1, "insert {n}: one statement");
+        tx.commit().await.unwrap();
+        // The job notified_client inserted, and these.
+        completes_without_polling(&ctx, 1 + n).await;
+    }
+    client.stop().await;
+    let notified = insert_payloads_until_marker::<H>(&ctx, &mut l).await;
+    assert!(
+        !notified.is_empty() && notified.iter().all(|q| q == "default"),
+        "{notified:?}"
+    );
+}
