@@ -89,8 +89,8 @@ impl std::ops::Deref for InsertResult {
 /// After inserting jobs that are due now, the inserter sends one notification per queue on the
 /// same executor, so inside a transaction it is delivered at commit and never after a rollback.
 /// Listening producers then start the jobs within milliseconds. None is sent for scheduled or
-/// pending jobs. A single job that is not unique carries its notification in its insert statement
-/// instead, so inserting it takes one round trip, notification included.
+/// pending jobs. When no job inserted is unique, the insert statement itself carries the
+/// notifications, so an insert takes one round trip, notifications included.
 ///
 /// Notifications serialise committing transactions in Postgres, so an inserter that can follow
 /// commits (a client's, or one given a driver with [`Inserter::with_commit_watch`]) sends at most
@@ -281,12 +281,26 @@ impl Inserter {
     /// then travels with the insert instead of in a statement of its own: one round trip fewer in
     /// the application's transaction.
     fn carries_notification(&self, p: &InsertParams) -> bool {
+        p.unique.is_none() && insert_one_can_notify(p) && self.notifies_now(&p.queue)
+    }
+
+    /// The queues with jobs due now among `params` (none unique) that the insert statement
+    /// notifies itself, as [`Inserter::carries_notification`] for one job.
+    fn carried_queues<'a>(&self, params: &'a [InsertParams]) -> Vec<&'a str> {
+        due_queues(params.iter())
+            .into_iter()
+            .filter(|q| self.notifies_now(q))
+            .collect()
+    }
+
+    /// Whether `queue` is to be notified in the inserting transaction whatever the insert
+    /// returns: this inserter notifies, and has no commit follower or its cooldown lets the
+    /// queue's notification go (which this uses up).
+    fn notifies_now(&self, queue: &str) -> bool {
         let Some(debouncer) = &self.notify else {
             return false;
         };
-        p.unique.is_none()
-            && insert_one_can_notify(p)
-            && (self.follower.is_none() || debouncer.try_fire(&p.queue))
+        self.follower.is_none() || debouncer.try_fire(queue)
     }
 
     async fn notify<E: Executor>(&self, exec: &mut E, queues: Vec<String>) -> Result<()> {
@@ -417,22 +431,40 @@ impl Inserter {
         exec: &mut E,
         params: &[InsertParams],
     ) -> Result<Vec<InsertResult>> {
+        Ok(self.insert_many_carrying(exec, params, || false).await?.0)
+    }
+
+    /// [`Inserter::insert_many`] for a client committing its own insert: when no job is unique,
+    /// some are due now, and `carry` agrees (asked only then), the insert statement notifies
+    /// every queue with jobs due now, so the notifications leave with its commit. Also returns
+    /// whether it did.
+    pub(crate) async fn insert_many_carrying<E: Executor>(
+        &self,
+        exec: &mut E,
+        params: &[InsertParams],
+        carry: impl FnOnce() -> bool,
+    ) -> Result<(Vec<InsertResult>, bool)> {
         if params.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), false));
         }
         let params = self.prepare(params)?;
-        let results = if params.iter().any(|p| p.unique.is_some()) {
-            exec.query_as(&job_insert_unique_many(&self.schema, &params))
-                .await?
+        let (results, carried, all) = if params.iter().any(|p| p.unique.is_some()) {
+            let stmt = job_insert_unique_many(&self.schema, &params);
+            (exec.query_as(&stmt).await?, Vec::new(), false)
         } else {
-            in_input_order(
-                exec.query_as(&job_insert_many(&self.schema, &params))
-                    .await?,
-            )
+            let due = due_queues(params.iter());
+            let all = !due.is_empty() && carry();
+            let carried = if all {
+                due.into_iter().collect()
+            } else {
+                self.carried_queues(&params)
+            };
+            let stmt = job_insert_many(&self.schema, &params, &carried);
+            (in_input_order(exec.query_as(&stmt).await?), carried, all)
         };
-        let notify = self.queues_to_notify(inserted(&params, &results), &results);
+        let notify = self.queues_to_notify(not_carried(&params, &results, &carried), &results);
         self.notify(exec, notify).await?;
-        Ok(results)
+        Ok((results, all))
     }
 
     /// Inserts a very large batch as fast as the driver allows and returns how many were inserted
@@ -471,7 +503,9 @@ impl Inserter {
         }
         for chunk in plan.insert_rest.chunks(BULK_INSERT_CHUNK) {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
-            inserted += exec.execute(&job_insert_many(&self.schema, &chunk)).await?;
+            inserted += exec
+                .execute(&job_insert_many(&self.schema, &chunk, &[]))
+                .await?;
         }
         for chunk in plan.insert_unique.chunks(BULK_INSERT_CHUNK) {
             let chunk: Vec<InsertParams> = chunk.iter().map(|p| (*p).clone()).collect();
@@ -587,12 +621,15 @@ impl Inserter {
             return Ok(Vec::new());
         }
         let params = self.prepare(params)?;
-        let results = if params.iter().any(|p| p.unique.is_some()) {
-            exec.query_as(&job_insert_unique_many(&self.schema, &params))?
+        let (results, carried) = if params.iter().any(|p| p.unique.is_some()) {
+            let stmt = job_insert_unique_many(&self.schema, &params);
+            (exec.query_as(&stmt)?, Vec::new())
         } else {
-            in_input_order(exec.query_as(&job_insert_many(&self.schema, &params))?)
+            let carried = self.carried_queues(&params);
+            let stmt = job_insert_many(&self.schema, &params, &carried);
+            (in_input_order(exec.query_as(&stmt)?), carried)
         };
-        let notify = self.queues_to_notify(inserted(&params, &results), &results);
+        let notify = self.queues_to_notify(not_carried(&params, &results, &carried), &results);
         self.notify_blocking(exec, notify)?;
         Ok(results)
     }
@@ -618,7 +655,7 @@ impl Inserter {
                     exec.query_as(&job_insert_unique_many(&self.schema, chunk))?;
                 inserted += count_inserted(&results);
             } else {
-                inserted += exec.execute(&job_insert_many(&self.schema, chunk))?;
+                inserted += exec.execute(&job_insert_many(&self.schema, chunk, &[]))?;
             }
         }
         self.notify_blocking(exec, self.queues_to_notify(params.iter(), &[]))?;
@@ -725,6 +762,16 @@ fn inserted<'a>(
         .zip(results)
         .filter(|(_, r)| !r.skipped_as_duplicate)
         .map(|(p, _)| p)
+}
+
+/// The jobs of `params` that were inserted, but for those of the `carried` queues, whose
+/// notification the insert statement sent.
+fn not_carried<'a>(
+    params: &'a [InsertParams],
+    results: &'a [InsertResult],
+    carried: &'a [&'a str],
+) -> impl Iterator<Item = &'a InsertParams> + 'a {
+    inserted(params, results).filter(|p| !carried.contains(&p.queue()))
 }
 
 fn count_inserted(results: &[InsertResult]) -> u64 {

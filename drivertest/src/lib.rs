@@ -234,6 +234,8 @@ macro_rules! __conformance_cases {
                 a_quiet_insert_carries_its_own_notification,
                 a_burst_of_held_back_inserts_is_announced_in_few_looks,
                 an_application_transactions_single_insert_carries_its_notification,
+                an_application_transactions_insert_many_carries_its_notifications,
+                a_quiet_insert_many_carries_its_notifications,
                 rolled_back_insert_leaves_the_next_commit_its_wake_up,
                 interleaved_transactions_each_get_a_wake_up,
             }

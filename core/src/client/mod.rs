@@ -593,10 +593,14 @@ impl<D: Driver> Client<D> {
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_many(&self, params: &[InsertParams]) -> Result<Vec<InsertResult>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        let jobs = self
+        // After a quiet moment the insert carries its queues' notifications, as a single one does.
+        let notifies = self.inner.inserter.notifies();
+        let (jobs, carried) = self
             .inner
             .own_inserter
-            .insert_many(&mut conn, params)
+            .insert_many_carrying(&mut conn, params, || {
+                notifies && self.inner.post_commit.take_quiet()
+            })
             .await?;
         drop(conn);
         let due: BTreeSet<String> = jobs
@@ -604,7 +608,13 @@ impl<D: Driver> Client<D> {
             .filter(|j| j.state == JobState::Available && !j.skipped_as_duplicate)
             .map(|j| j.queue.clone())
             .collect();
-        self.announce(due);
+        if carried {
+            for q in &due {
+                self.wake(q);
+            }
+        } else {
+            self.announce(due);
+        }
         Ok(jobs)
     }
 

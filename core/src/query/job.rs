@@ -15,9 +15,24 @@ use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::InsertParams;
 use crate::schema::Schema;
 
-pub(crate) fn job_insert_many(schema: &Schema, params: &[InsertParams]) -> Statement {
+/// The insert of jobs none of which is unique, returning their rows; with `notify` non-empty, the
+/// statement also notifies each of those queues on the insert channel (delivered at its commit).
+pub(crate) fn job_insert_many(
+    schema: &Schema,
+    params: &[InsertParams],
+    notify: &[&str],
+) -> Statement {
     let rows: Vec<serde_json::Value> = params.iter().map(InsertParams::to_insert_json).collect();
-    schema.statement(Query::JobInsertMany).bind(rows)
+    schema
+        .statement(Query::JobInsertMany)
+        .bind(rows)
+        .bind((!notify.is_empty()).then(|| schema.channel(crate::notifier::TOPIC_INSERT)))
+        .bind(
+            notify
+                .iter()
+                .map(|q| (*q).to_owned())
+                .collect::<Vec<String>>(),
+        )
 }
 
 /// The insert of jobs some of which are unique, returning [`InsertResult`]s in input order.

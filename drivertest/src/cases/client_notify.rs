@@ -536,3 +536,69 @@ pub async fn an_application_transactions_single_insert_carries_its_notification<
         "{notified:?}"
     );
 }
+
+/// Many jobs inserted in the application's transaction carry their queues' notifications in the
+/// insert statement: one statement in the transaction, one notification per queue with jobs due
+/// now, none for a scheduled job's queue.
+pub async fn an_application_transactions_insert_many_carries_its_notifications<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let inserter = Inserter::new(ctx.schema.clone());
+    let in_queue = |n, queue: &str| {
+        InsertParams::from_args(&Task { n }, Some(InsertOpts::new().queue(queue))).unwrap()
+    };
+    let scheduled = InsertParams::from_args(
+        &Task { n: 4 },
+        Some(
+            InsertOpts::new()
+                .queue("later")
+                .schedule_in(TimeDelta::hours(1)),
+        ),
+    )
+    .unwrap();
+    let jobs = [
+        in_queue(1, "default"),
+        in_queue(2, "other"),
+        in_queue(3, "default"),
+        scheduled,
+    ];
+    let mut conn = ctx.conn().await;
+    let mut tx = conn.begin().await.unwrap();
+    let mut recording = Recording {
+        inner: &mut tx,
+        statements: 0,
+    };
+    let inserted = inserter.insert_many(&mut recording, &jobs).await.unwrap();
+    assert_eq!(recording.statements, 1, "one statement");
+    assert_eq!(inserted.len(), 4);
+    tx.commit().await.unwrap();
+    let mut notified = insert_payloads_until_marker::<H>(&ctx, &mut l).await;
+    notified.sort();
+    assert_eq!(notified, ["default", "other"]);
+}
+
+/// `Client::insert_many` after a quiet moment carries its queues' notifications too: no
+/// notification statement after its commit, and idle workers start the jobs.
+pub async fn a_quiet_insert_many_carries_its_notifications<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let worker_client = never_polling_worker::<H>(&ctx, 2).await;
+    // Let the producer's first fetch and the listener settle.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let inserter = test_client(&ctx).build().unwrap();
+    inserter
+        .insert_many(&[due_job(1), due_job(2)])
+        .await
+        .unwrap();
+    completes_without_polling(&ctx, 2).await;
+    worker_client.stop().await;
+    assert_eq!(
+        inserter.stats().notification_statements,
+        0,
+        "the insert carried its notification"
+    );
+    assert_eq!(
+        insert_payloads_until_marker::<H>(&ctx, &mut l).await,
+        ["default"]
+    );
+}
