@@ -161,6 +161,9 @@ pub async fn late_outcome_after_the_attempt_was_given_back_and_claimed_again_is_
     );
 }
 
+/// A job's `n` and the fencing token of the claim a run belonged to.
+type RunClaim = (i64, Option<i64>);
+
 /// A job this client claims again while its earlier claim's outcome is still held, with another
 /// job of the new claim: the held outcome and the new claim's other outcome reach the completer in
 /// one batch, whose ids (both jobs) and tokens (both claims) would also match the job under its
@@ -174,7 +177,8 @@ pub async fn late_outcome_beside_its_jobs_new_claim_in_one_batch_is_dropped<H: H
         Arc::new(Notify::new()),
         Arc::new(Notify::new()),
     );
-    let tokens: Arc<std::sync::Mutex<Vec<(i64, Option<i64>)>>> = Arc::default();
+    // Each run's job (`n`) and claim token, in start order.
+    let tokens: Arc<std::sync::Mutex<Vec<RunClaim>>> = Arc::default();
     let worker = {
         let (first_gate, second_gate, other_gate) = (
             Arc::clone(&first_gate),
