@@ -280,6 +280,22 @@ pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
     );
 }
 
+/// A listener on the insert channel, a started worker client that never polls, and an inserting
+/// client, after the worker's first fetch and the listener have settled: the next insert comes
+/// after a quiet moment.
+async fn quiet_start<H: Harness>(
+    ctx: &TestContext<H::Driver>,
+) -> (
+    <H::Driver as Driver>::Listener,
+    pgmill::Client<H::Driver>,
+    pgmill::Client<H::Driver>,
+) {
+    let l = insert_listener::<H>(ctx).await;
+    let worker_client = never_polling_worker::<H>(ctx, 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    (l, worker_client, test_client(ctx).build().unwrap())
+}
+
 /// A single insert after a quiet moment carries its notification in its own statement, so it
 /// leaves with the commit: workers that never poll start the job, a listener hears of it, and the
 /// inserting client sent no notification statement after the commit. A due job with metadata
@@ -287,11 +303,7 @@ pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
 /// (whose statement cannot carry it) is announced after its commit, as before.
 pub async fn a_quiet_insert_carries_its_own_notification<H: Harness>() {
     let ctx = ctx::<H>().await;
-    let mut l = insert_listener::<H>(&ctx).await;
-    let worker_client = never_polling_worker::<H>(&ctx, 2).await;
-    // Let the producer's first fetch and the listener settle.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let inserter = test_client(&ctx).build().unwrap();
+    let (mut l, worker_client, inserter) = quiet_start::<H>(&ctx).await;
     inserter.insert(Task { n: 1 }).await.unwrap();
     completes_without_polling(&ctx, 1).await;
     expect_default_queue_notification::<H>(&mut l).await;
@@ -581,11 +593,7 @@ pub async fn an_application_transactions_insert_many_carries_its_notifications<H
 /// notification statement after its commit, and idle workers start the jobs.
 pub async fn a_quiet_insert_many_carries_its_notifications<H: Harness>() {
     let ctx = ctx::<H>().await;
-    let mut l = insert_listener::<H>(&ctx).await;
-    let worker_client = never_polling_worker::<H>(&ctx, 2).await;
-    // Let the producer's first fetch and the listener settle.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let inserter = test_client(&ctx).build().unwrap();
+    let (mut l, worker_client, inserter) = quiet_start::<H>(&ctx).await;
     inserter
         .insert_many(&[due_job(1), due_job(2)])
         .await
