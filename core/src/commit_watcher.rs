@@ -127,9 +127,9 @@ async fn watch_loop<D: Driver>(
             .map(|at| last_look.map_or(at, |l| at.max(l + MIN_LOOK_INTERVAL)));
         // The earliest a job sent from now on could be looked for: FIRST_DELAY after it arrives,
         // and never sooner than MIN_LOOK_INTERVAL after the last look.
-        let earliest_arrival_look = last_look.map_or(Instant::now() + FIRST_DELAY, |l| {
-            (Instant::now() + FIRST_DELAY).max(l + MIN_LOOK_INTERVAL)
-        });
+        let first_look = Instant::now() + FIRST_DELAY;
+        let earliest_arrival_look =
+            last_look.map_or(first_look, |l| first_look.max(l + MIN_LOOK_INTERVAL));
         match next {
             // While the next look is due no later than any job sent meanwhile could be looked
             // for, arrivals wait in the channel until then: one wake-up per look, not one per

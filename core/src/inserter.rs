@@ -15,8 +15,8 @@ use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};
 use crate::query::{
-    CopyShape, InsertedRow, insert_one_can_notify, job_copy_available, job_insert_many,
-    job_insert_one, job_insert_plain_many, job_insert_unique_many, job_notify_insert,
+    CopyShape, InsertedRow, job_copy_available, job_insert_many, job_insert_one,
+    job_insert_plain_many, job_insert_unique_many, job_notify_insert,
 };
 use crate::schema::Schema;
 
@@ -274,23 +274,28 @@ impl Inserter {
             .collect()
     }
 
-    /// Whether the insert of `p` (one job) notifies its queue from its own statement: its queue
-    /// is to be notified in the inserting transaction whatever the insert returns (this inserter
-    /// notifies, and has no commit follower or its cooldown lets the queue's notification go),
-    /// and the statement can carry it ([`insert_one_can_notify`], not unique). The notification
-    /// then travels with the insert instead of in a statement of its own: one round trip fewer in
-    /// the application's transaction.
-    fn carries_notification(&self, p: &InsertParams) -> bool {
-        p.unique.is_none() && insert_one_can_notify(p) && self.notifies_now(&p.queue)
+    /// Whether the insert of `p` (one job) notifies its queue from its own statement, as
+    /// [`Inserter::carried_queues`] decides for many.
+    fn carries_notification(&self, p: &InsertParams, carry: impl FnOnce() -> bool) -> bool {
+        p.unique.is_none() && p.is_due_now() && (carry() || self.notifies_now(&p.queue))
     }
 
-    /// The queues with jobs due now among `params` (none unique) that the insert statement
-    /// notifies itself, as [`Inserter::carries_notification`] for one job.
-    fn carried_queues<'a>(&self, params: &'a [InsertParams]) -> Vec<&'a str> {
-        due_queues(params.iter())
-            .into_iter()
-            .filter(|q| self.notifies_now(q))
-            .collect()
+    /// The queues with jobs due now among `params` (none unique) whose notification the insert
+    /// statement carries, instead of a statement of its own: all of them when `carry` agrees (a
+    /// client committing its own insert after a quiet moment; asked only when there are some),
+    /// else those this inserter is to notify in the inserting transaction whatever the insert
+    /// returns ([`Inserter::notifies_now`]). One round trip fewer in the application's
+    /// transaction.
+    fn carried_queues<'a>(
+        &self,
+        params: &'a [InsertParams],
+        carry: impl FnOnce() -> bool,
+    ) -> Vec<&'a str> {
+        let due = due_queues(params.iter());
+        if !due.is_empty() && carry() {
+            return due.into_iter().collect();
+        }
+        due.into_iter().filter(|q| self.notifies_now(q)).collect()
     }
 
     /// Whether `queue` is to be notified in the inserting transaction whatever the insert
@@ -369,20 +374,20 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
-        self.insert_params(exec, p, false).await
+        Ok(self.insert_params(exec, p, || false).await?.0)
     }
 
-    /// Inserts one checked job and notifies its queue in the transaction when this inserter does;
-    /// with `carry` (a job [`insert_one_can_notify`], not unique), or when this inserter's own
-    /// notification can travel with it ([`Inserter::carries_notification`]), the insert
-    /// statement itself notifies the queue.
+    /// Inserts one checked job and notifies its queue in the transaction when this inserter does,
+    /// from the insert statement itself when it carries the notification
+    /// ([`Inserter::carries_notification`], `carry` asked only when it can). Also returns whether
+    /// it did.
     async fn insert_params<E: Executor>(
         &self,
         exec: &mut E,
         p: [InsertParams; 1],
-        carry: bool,
-    ) -> Result<InsertResult> {
-        let carry = carry || self.carries_notification(&p[0]);
+        carry: impl FnOnce() -> bool,
+    ) -> Result<(InsertResult, bool)> {
+        let carry = self.carries_notification(&p[0], carry);
         let result = if p[0].unique.is_some() {
             first(
                 exec.query_as(&job_insert_unique_many(&self.schema, &p))
@@ -402,7 +407,7 @@ impl Inserter {
             );
             self.notify(exec, notify).await?;
         }
-        Ok(result)
+        Ok((result, carry))
     }
 
     /// [`Inserter::insert_with`] for a client committing its own insert: when the job can carry
@@ -416,8 +421,7 @@ impl Inserter {
         carry: impl FnOnce() -> bool,
     ) -> Result<(InsertResult, bool)> {
         let p = self.one(&args, opts)?;
-        let carried = p[0].unique.is_none() && insert_one_can_notify(&p[0]) && carry();
-        Ok((self.insert_params(exec, p, carried).await?, carried))
+        self.insert_params(exec, p, carry).await
     }
 
     /// Inserts many jobs in one round trip and returns what happened to each, in input order.
@@ -437,7 +441,7 @@ impl Inserter {
     /// [`Inserter::insert_many`] for a client committing its own insert: when no job is unique,
     /// some are due now, and `carry` agrees (asked only then), the insert statement notifies
     /// every queue with jobs due now, so the notifications leave with its commit. Also returns
-    /// whether it did.
+    /// whether the statement carried any notification.
     pub(crate) async fn insert_many_carrying<E: Executor>(
         &self,
         exec: &mut E,
@@ -448,23 +452,17 @@ impl Inserter {
             return Ok((Vec::new(), false));
         }
         let params = self.prepare(params)?;
-        let (results, carried, all) = if params.iter().any(|p| p.unique.is_some()) {
+        let (results, carried) = if params.iter().any(|p| p.unique.is_some()) {
             let stmt = job_insert_unique_many(&self.schema, &params);
-            (exec.query_as(&stmt).await?, Vec::new(), false)
+            (exec.query_as(&stmt).await?, Vec::new())
         } else {
-            let due = due_queues(params.iter());
-            let all = !due.is_empty() && carry();
-            let carried = if all {
-                due.into_iter().collect()
-            } else {
-                self.carried_queues(&params)
-            };
+            let carried = self.carried_queues(&params, carry);
             let stmt = job_insert_many(&self.schema, &params, &carried);
-            (in_input_order(exec.query_as(&stmt).await?), carried, all)
+            (in_input_order(exec.query_as(&stmt).await?), carried)
         };
         let notify = self.queues_to_notify(not_carried(&params, &results, &carried), &results);
         self.notify(exec, notify).await?;
-        Ok((results, all))
+        Ok((results, !carried.is_empty()))
     }
 
     /// Inserts a very large batch as fast as the driver allows and returns how many were inserted
@@ -589,7 +587,7 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
-        let carry = self.carries_notification(&p[0]);
+        let carry = self.carries_notification(&p[0], || false);
         let result = if p[0].unique.is_some() {
             first(exec.query_as(&job_insert_unique_many(&self.schema, &p))?)?
         } else {
@@ -625,7 +623,7 @@ impl Inserter {
             let stmt = job_insert_unique_many(&self.schema, &params);
             (exec.query_as(&stmt)?, Vec::new())
         } else {
-            let carried = self.carried_queues(&params);
+            let carried = self.carried_queues(&params, || false);
             let stmt = job_insert_many(&self.schema, &params, &carried);
             (in_input_order(exec.query_as(&stmt)?), carried)
         };

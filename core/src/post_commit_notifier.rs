@@ -14,7 +14,7 @@
 //! per round trip (each is a statement and a commit that take a connection, and on diesel two
 //! hops to the blocking pool). The inserting call never waits for them.
 //!
-//! A single insert after a quiet moment need not wait for a statement of its own: when no
+//! An insert after a quiet moment need not wait for a statement of its own: when no
 //! notification of this client started within [`MIN_INTERVAL`], the insert carries its
 //! notification in its own statement ([`PostCommitNotifier::take_quiet`]), which leaves with its
 //! commit, one round trip sooner, and counts as this client's notification for the interval. So

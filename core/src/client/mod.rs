@@ -59,8 +59,8 @@ pub struct ClientStats {
     /// Completer flushes (UPDATE statements).
     pub completer_flushes: u64,
     /// Insert notifications this client sent as statements of their own, after the commit of its
-    /// own inserts ([`Client::insert`] and friends). A single insert after a quiet moment carries
-    /// its notification in its own statement instead, which is not counted here.
+    /// own inserts ([`Client::insert`] and friends). An insert after a quiet moment carries its
+    /// notifications in its own statement instead, which is not counted here.
     pub notification_statements: u64,
 }
 
@@ -564,23 +564,14 @@ impl<D: Driver> Client<D> {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        // After a quiet moment the insert carries its own notification: it leaves with the
-        // commit, a round trip sooner than a statement sent after it.
-        let notifies = self.inner.inserter.notifies();
         let (job, carried) = self
             .inner
             .own_inserter
-            .insert_carrying(&mut conn, args, opts.into(), || {
-                notifies && self.inner.post_commit.take_quiet()
-            })
+            .insert_carrying(&mut conn, args, opts.into(), || self.quiet_carry())
             .await?;
         drop(conn);
         if job.state == JobState::Available && !job.skipped_as_duplicate {
-            if carried {
-                self.wake(&job.queue);
-            } else {
-                self.announce([job.queue.clone()]);
-            }
+            self.announce_own([job.queue.clone()], carried);
         }
         Ok(job)
     }
@@ -593,14 +584,10 @@ impl<D: Driver> Client<D> {
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_many(&self, params: &[InsertParams]) -> Result<Vec<InsertResult>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
-        // After a quiet moment the insert carries its queues' notifications, as a single one does.
-        let notifies = self.inner.inserter.notifies();
         let (jobs, carried) = self
             .inner
             .own_inserter
-            .insert_many_carrying(&mut conn, params, || {
-                notifies && self.inner.post_commit.take_quiet()
-            })
+            .insert_many_carrying(&mut conn, params, || self.quiet_carry())
             .await?;
         drop(conn);
         let due: BTreeSet<String> = jobs
@@ -608,13 +595,7 @@ impl<D: Driver> Client<D> {
             .filter(|j| j.state == JobState::Available && !j.skipped_as_duplicate)
             .map(|j| j.queue.clone())
             .collect();
-        if carried {
-            for q in &due {
-                self.wake(q);
-            }
-        } else {
-            self.announce(due);
-        }
+        self.announce_own(due, carried);
         Ok(jobs)
     }
 
@@ -639,6 +620,26 @@ impl<D: Driver> Client<D> {
         drop(conn);
         self.announce(due_queues(params.iter()).into_iter().map(str::to_owned));
         Ok(n)
+    }
+
+    /// Whether an insert this client commits itself carries its notifications in its own
+    /// statement: after a quiet moment (none of its notifications started within the post-commit
+    /// notifier's interval), so they leave with the commit, a round trip sooner than a statement
+    /// sent after it. Taking it counts as this client's latest notification.
+    fn quiet_carry(&self) -> bool {
+        self.inner.inserter.notifies() && self.inner.post_commit.take_quiet()
+    }
+
+    /// Announces `queues`, due after this client's own insert committed: when the insert's
+    /// statement `carried` their notifications, only this client's producers are still to wake.
+    fn announce_own(&self, queues: impl IntoIterator<Item = String>, carried: bool) {
+        if carried {
+            for q in queues {
+                self.wake(&q);
+            }
+        } else {
+            self.announce(queues);
+        }
     }
 
     /// Tells every client working `queues` (this one directly, others by notification) that

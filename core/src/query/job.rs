@@ -51,18 +51,12 @@ impl FromRow for InsertResult {
     }
 }
 
-/// Whether [`job_insert_one`] can carry `p`'s insert notification in its own statement: a job
-/// due now (its state is then `available` whatever the database clock says).
-pub(crate) fn insert_one_can_notify(p: &InsertParams) -> bool {
-    p.is_due_now()
-}
-
 /// The insert of one job, with typed parameters; it returns an [`InsertedRow`]. With `notify`,
-/// a job that [`insert_one_can_notify`] also notifies its queue on the insert channel from the
-/// same statement (delivered at its commit); other jobs ignore it.
+/// a job due now (its state is then `available` whatever the database clock says) also notifies
+/// its queue on the insert channel from the same statement (delivered at its commit); other jobs
+/// ignore it.
 pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) -> Statement {
-    let channel =
-        (notify && insert_one_can_notify(p)).then(|| schema.channel(crate::notifier::TOPIC_INSERT));
+    let channel = (notify && p.is_due_now()).then(|| schema.channel(crate::notifier::TOPIC_INSERT));
     if p.is_due_now() && CopyShape::of(p) == CopyShape::Plain {
         // Nothing for the server to decide or parse beyond the args (job_insert_plain_one.sql).
         return schema

@@ -296,6 +296,24 @@ async fn quiet_start<H: Harness>(
     (l, worker_client, test_client(ctx).build().unwrap())
 }
 
+/// Waits until `done` jobs completed without a poll and the default queue's notification
+/// arrived, and checks that `inserter` sent no notification statement: `what` carried it.
+async fn expect_carried<H: Harness>(
+    ctx: &TestContext<H::Driver>,
+    l: &mut <H::Driver as Driver>::Listener,
+    inserter: &pgmill::Client<H::Driver>,
+    done: i64,
+    what: &str,
+) {
+    completes_without_polling(ctx, done).await;
+    expect_default_queue_notification::<H>(l).await;
+    assert_eq!(
+        inserter.stats().notification_statements,
+        0,
+        "{what} carried its notification"
+    );
+}
+
 /// A single insert after a quiet moment carries its notification in its own statement, so it
 /// leaves with the commit: workers that never poll start the job, a listener hears of it, and the
 /// inserting client sent no notification statement after the commit. A due job with metadata
@@ -305,13 +323,7 @@ pub async fn a_quiet_insert_carries_its_own_notification<H: Harness>() {
     let ctx = ctx::<H>().await;
     let (mut l, worker_client, inserter) = quiet_start::<H>(&ctx).await;
     inserter.insert(Task { n: 1 }).await.unwrap();
-    completes_without_polling(&ctx, 1).await;
-    expect_default_queue_notification::<H>(&mut l).await;
-    assert_eq!(
-        inserter.stats().notification_statements,
-        0,
-        "the insert carried its notification"
-    );
+    expect_carried::<H>(&ctx, &mut l, &inserter, 1, "the insert").await;
     // Past the interval: quiet again. A scheduled job is not due, so nothing announces it.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let scheduled = InsertOpts::new().schedule_in(TimeDelta::hours(1));
@@ -328,13 +340,7 @@ pub async fn a_quiet_insert_carries_its_own_notification<H: Harness>() {
         .insert_with(Task { n: 3 }, with_metadata)
         .await
         .unwrap();
-    completes_without_polling(&ctx, 2).await;
-    expect_default_queue_notification::<H>(&mut l).await;
-    assert_eq!(
-        inserter.stats().notification_statements,
-        0,
-        "the general insert carried its notification"
-    );
+    expect_carried::<H>(&ctx, &mut l, &inserter, 2, "the general insert").await;
     // A unique job's statement carries nothing: a statement after the commit announces it.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let unique = InsertOpts::new().unique(UniqueOpts::new().by_args());
