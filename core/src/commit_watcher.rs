@@ -5,17 +5,21 @@
 //! cooldown, so a later insert into that queue, in another transaction, sends none; but the
 //! transaction that did notify may roll back, or commit before the later one does (and the
 //! producers it woke have fetched by then). Either way the later job would wait for a poll. So the
-//! inserter hands each such job to the commit watcher instead, which looks for it from a pool
-//! connection until it is visible (its transaction committed) and then notifies its queue, from
-//! its own transaction, which therefore follows that commit. Every committed insert is so
-//! announced after its commit: by its own transaction's notification or by the watcher.
+//! inserter hands each such inserting transaction (its id, which every insert statement returns,
+//! and the queue) to the commit watcher instead, which asks the database from a pool connection
+//! whether that transaction has ended, and once it has committed (completed before the asking
+//! statement's snapshot, so every later snapshot sees its rows) notifies its queue, from its own
+//! transaction, which therefore follows that commit. Every committed insert is so announced after
+//! its commit: by its own transaction's notification or by the watcher. A rolled-back transaction
+//! is dropped at the first look that sees it ended. The look reads only the transactions' status,
+//! no table, so it costs the same however large the job table is.
 //!
-//! Jobs are looked for first a few milliseconds after their insert, then at doubling intervals up
-//! to [`MAX_DELAY`], and looks are at least [`MIN_LOOK_INTERVAL`] apart. A look at one job of a
-//! queue looks at every job watched in that queue, so one statement finds all the jobs of a
-//! transaction (or of many) and notifies their queue once.
-//! A job not seen within [`GIVE_UP_AFTER`] (rolled back, or still in a transaction that long) is
-//! no longer looked for: the producers' poll finds it if it ever commits.
+//! Transactions are looked at first a few milliseconds after their insert, then at doubling
+//! intervals up to [`MAX_DELAY`], and looks are at least [`MIN_LOOK_INTERVAL`] apart. A look at
+//! one transaction of a queue looks at every transaction watched in that queue, so one statement
+//! settles them all and notifies their queue once.
+//! A transaction still open after [`GIVE_UP_AFTER`] is no longer looked at: the producers' poll
+//! finds its jobs if it ever commits.
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
@@ -28,37 +32,38 @@ use tracing::debug;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::with_timeout;
-use crate::job::JobId;
-use crate::query::{IdRow, job_notify_committed};
+use crate::query::{XactIdRow, job_notify_committed};
 use crate::schema::Schema;
 
-/// The first look for a job, after its insert.
+/// The first look at a transaction, after its insert.
 const FIRST_DELAY: Duration = Duration::from_millis(5);
 /// The least time between two looks: under a steady stream of inserts one look (and at most one
 /// notification per queue) every this long covers every job inserted meanwhile, instead of one
 /// every [`FIRST_DELAY`].
 const MIN_LOOK_INTERVAL: Duration = Duration::from_millis(20);
-/// The longest interval between two looks for one job.
+/// The longest interval between two looks at one transaction.
 const MAX_DELAY: Duration = Duration::from_secs(1);
-/// A job not seen for this long is no longer looked for.
+/// A transaction still open after this long is no longer looked at.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(600);
-/// Most jobs looked for at once; beyond it the oldest are dropped (the poll finds them).
+/// Most transactions (with their queue) looked at at once; beyond it the oldest are dropped (the
+/// poll finds their jobs).
 const MAX_WATCHED: usize = 10_000;
 
 /// Follows the commit of inserted jobs and announces them; what the [`Inserter`](crate::Inserter)
 /// sees of a [`CommitWatcher`].
 pub(crate) trait CommitFollower: Send + Sync {
-    /// Announces `queue` once job `id` (in it) is committed. False when it cannot (no tokio
-    /// runtime here, or the watcher's task is gone): the caller must notify itself.
-    fn follow(&self, id: JobId, queue: &str) -> bool;
+    /// Announces `queue` once transaction `xact_id`, which inserted jobs due now in it, has
+    /// committed. False when it cannot (no tokio runtime here, or the watcher's task is gone):
+    /// the caller must notify itself.
+    fn follow(&self, xact_id: i64, queue: &str) -> bool;
 }
 
-/// Looks for jobs until they are committed, then notifies their queues (one task, started on
-/// first use, ended when this is dropped).
+/// Looks at inserting transactions until they have ended, then notifies the queues of those that
+/// committed (one task, started on first use, ended when this is dropped).
 pub(crate) struct CommitWatcher<D: Driver> {
     driver: D,
     schema: Schema,
-    tx: OnceLock<mpsc::UnboundedSender<(JobId, String)>>,
+    tx: OnceLock<mpsc::UnboundedSender<(i64, String)>>,
 }
 
 impl<D: Driver> CommitWatcher<D> {
@@ -72,7 +77,7 @@ impl<D: Driver> CommitWatcher<D> {
 }
 
 impl<D: Driver> CommitFollower for CommitWatcher<D> {
-    fn follow(&self, id: JobId, queue: &str) -> bool {
+    fn follow(&self, xact_id: i64, queue: &str) -> bool {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return false;
         };
@@ -81,13 +86,13 @@ impl<D: Driver> CommitFollower for CommitWatcher<D> {
             runtime.spawn(watch_loop(self.driver.clone(), self.schema.clone(), rx));
             tx
         });
-        tx.send((id, queue.to_owned())).is_ok()
+        tx.send((xact_id, queue.to_owned())).is_ok()
     }
 }
 
-/// One job looked for.
+/// One inserting transaction looked at, with a queue it inserted into.
 struct Watched {
-    id: JobId,
+    xact_id: i64,
     queue: String,
     since: Instant,
     next: Instant,
@@ -95,9 +100,9 @@ struct Watched {
 }
 
 impl Watched {
-    fn new((id, queue): (JobId, String), now: Instant) -> Self {
+    fn new((xact_id, queue): (i64, String), now: Instant) -> Self {
         Watched {
-            id,
+            xact_id,
             queue,
             since: now,
             next: now + FIRST_DELAY,
@@ -105,7 +110,7 @@ impl Watched {
         }
     }
 
-    /// Not seen this time: the next look after twice the delay.
+    /// Still open this time: the next look after twice the delay.
     fn back_off(&mut self, now: Instant) {
         self.delay = (self.delay * 2).min(MAX_DELAY);
         self.next = now + self.delay;
@@ -115,9 +120,12 @@ impl Watched {
 async fn watch_loop<D: Driver>(
     driver: D,
     schema: Schema,
-    mut rx: mpsc::UnboundedReceiver<(JobId, String)>,
+    mut rx: mpsc::UnboundedReceiver<(i64, String)>,
 ) {
     let mut watched: Vec<Watched> = Vec::new();
+    // The (transaction, queue) pairs in `watched`: a transaction inserting many jobs into a queue
+    // is looked at once.
+    let mut keys: HashSet<(i64, String)> = HashSet::new();
     let mut last_look: Option<Instant> = None;
     loop {
         let next = watched
@@ -125,27 +133,27 @@ async fn watch_loop<D: Driver>(
             .map(|w| w.next)
             .min()
             .map(|at| last_look.map_or(at, |l| at.max(l + MIN_LOOK_INTERVAL)));
-        // The earliest a job sent from now on could be looked for: FIRST_DELAY after it arrives,
-        // and never sooner than MIN_LOOK_INTERVAL after the last look.
+        // The earliest a transaction sent from now on could be looked at: FIRST_DELAY after it
+        // arrives, and never sooner than MIN_LOOK_INTERVAL after the last look.
         let first_look = Instant::now() + FIRST_DELAY;
         let earliest_arrival_look =
             last_look.map_or(first_look, |l| first_look.max(l + MIN_LOOK_INTERVAL));
         match next {
-            // While the next look is due no later than any job sent meanwhile could be looked
-            // for, arrivals wait in the channel until then: one wake-up per look, not one per
-            // insert (between two looks, every insert would otherwise wake this task).
+            // While the next look is due no later than any transaction sent meanwhile could be
+            // looked at, arrivals wait in the channel until then: one wake-up per look, not one
+            // per insert (between two looks, every insert would otherwise wake this task).
             Some(at) if at <= earliest_arrival_look => tokio::time::sleep_until(at).await,
             _ => tokio::select! {
-                id = rx.recv() => match id {
-                    Some(id) => watched.push(Watched::new(id, Instant::now())),
+                sent = rx.recv() => match sent {
+                    Some(sent) => arrive(&mut watched, &mut keys, sent, Instant::now()),
                     None => return,
                 },
                 () = sleep_until(next), if next.is_some() => {}
             },
         }
         let now = Instant::now();
-        while let Ok(id) = rx.try_recv() {
-            watched.push(Watched::new(id, now));
+        while let Ok(sent) = rx.try_recv() {
+            arrive(&mut watched, &mut keys, sent, now);
         }
         if last_look.is_some_and(|l| now < l + MIN_LOOK_INTERVAL) {
             // Woken by an arrival before the next look may run.
@@ -153,7 +161,9 @@ async fn watch_loop<D: Driver>(
         }
         if watched.len() > MAX_WATCHED {
             let drop = watched.len() - MAX_WATCHED;
-            watched.drain(..drop);
+            for w in watched.drain(..drop) {
+                keys.remove(&(w.xact_id, w.queue));
+            }
         }
         let queues: HashSet<&str> = watched
             .iter()
@@ -163,35 +173,36 @@ async fn watch_loop<D: Driver>(
         if queues.is_empty() {
             continue;
         }
-        let due: Vec<JobId> = watched
+        let due: Vec<(i64, &str)> = watched
             .iter()
             .filter(|w| queues.contains(w.queue.as_str()))
-            .map(|w| w.id)
+            .map(|w| (w.xact_id, w.queue.as_str()))
             .collect();
         last_look = Some(now);
         let stmt = job_notify_committed(&schema, &due);
-        let seen = with_timeout("commit watch", async {
+        let due: HashSet<String> = queues.into_iter().map(str::to_owned).collect();
+        let settled = with_timeout("commit watch", async {
             ConnectionLease::acquire(&driver)
                 .await?
-                .query_as::<IdRow>(&stmt)
+                .query_as::<XactIdRow>(&stmt)
                 .await
         })
         .await;
-        let seen: HashSet<JobId> = match seen {
-            Ok(rows) => rows.into_iter().map(|IdRow(id)| id).collect(),
+        let settled: HashSet<i64> = match settled {
+            Ok(rows) => rows.into_iter().map(|XactIdRow(x)| x).collect(),
             Err(e) => {
-                // Looked for again later; meanwhile the poll still finds the jobs.
-                debug!(error = %e, "cannot look for committed inserts");
+                // Looked at again later; meanwhile the poll still finds the jobs.
+                debug!(error = %e, "cannot look at inserting transactions");
                 HashSet::new()
             }
         };
-        let due: HashSet<JobId> = due.into_iter().collect();
         let now = Instant::now();
         watched.retain_mut(|w| {
-            if !due.contains(&w.id) {
+            if !due.contains(&w.queue) {
                 return true;
             }
-            if seen.contains(&w.id) || now.duration_since(w.since) >= GIVE_UP_AFTER {
+            if settled.contains(&w.xact_id) || now.duration_since(w.since) >= GIVE_UP_AFTER {
+                keys.remove(&(w.xact_id, std::mem::take(&mut w.queue)));
                 return false;
             }
             if w.next <= now {
@@ -199,6 +210,18 @@ async fn watch_loop<D: Driver>(
             }
             true
         });
+    }
+}
+
+/// Watches `sent` (a transaction and a queue it inserted into) unless it is watched already.
+fn arrive(
+    watched: &mut Vec<Watched>,
+    keys: &mut HashSet<(i64, String)>,
+    sent: (i64, String),
+    now: Instant,
+) {
+    if keys.insert(sent.clone()) {
+        watched.push(Watched::new(sent, now));
     }
 }
 

@@ -15,7 +15,7 @@ use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};
 use crate::query::{
-    CopyShape, InsertedRow, job_copy_available, job_insert_many, job_insert_one,
+    CopyShape, InsertedRow, WithXact, job_copy_available, job_insert_many, job_insert_one,
     job_insert_plain_many, job_insert_unique_many, job_notify_insert,
 };
 use crate::schema::Schema;
@@ -241,17 +241,19 @@ impl Inserter {
         self
     }
 
-    /// The queues to notify in the inserting transaction about `params` (inserted as `rows`, when
-    /// the path returns them).
+    /// The queues to notify in the inserting transaction about `params` (inserted as `rows` by
+    /// transaction `xact_id`, when the path returns them).
     ///
-    /// A queue is notified unless the cooldown holds it back and one of its due jobs among `rows`
-    /// is handed to the commit follower, which announces it once committed. Without a follower
-    /// (or rows) every queue with due jobs is notified: a notification in another transaction may
-    /// be lost with a rollback, or be delivered before this transaction commits.
+    /// A queue is notified unless the cooldown holds it back and one of its due jobs is among
+    /// `rows`: the inserting transaction is then handed to the commit follower, which announces
+    /// the queue once that transaction has committed. Without a follower (or rows) every queue
+    /// with due jobs is notified: a notification in another transaction may be lost with a
+    /// rollback, or be delivered before this transaction commits.
     fn queues_to_notify<'a>(
         &self,
         params: impl Iterator<Item = &'a InsertParams>,
         rows: &[InsertResult],
+        xact_id: Option<i64>,
     ) -> Vec<String> {
         let Some(debouncer) = &self.notify else {
             return Vec::new();
@@ -265,10 +267,10 @@ impl Inserter {
                 if debouncer.try_fire(q) {
                     return true;
                 }
-                let due = rows.iter().find(|r| {
+                let due = rows.iter().any(|r| {
                     !r.skipped_as_duplicate && r.queue == *q && r.state == JobState::Available
                 });
-                !due.is_some_and(|r| follower.follow(r.id, q))
+                !(due && xact_id.is_some_and(|x| follower.follow(x, q)))
             })
             .map(str::to_owned)
             .collect()
@@ -388,22 +390,27 @@ impl Inserter {
         carry: impl FnOnce() -> bool,
     ) -> Result<(InsertResult, bool)> {
         let carry = self.carries_notification(&p[0], carry);
-        let result = if p[0].unique.is_some() {
-            first(
+        let (result, xact_id) = if p[0].unique.is_some() {
+            let row: WithXact<InsertResult> = first(
                 exec.query_as(&job_insert_unique_many(&self.schema, &p))
                     .await?,
-            )?
+            )?;
+            (row.row, row.xact_id)
         } else {
-            let row: InsertedRow = first(
+            let row: WithXact<InsertedRow> = first(
                 exec.query_as(&job_insert_one(&self.schema, &p[0], carry))
                     .await?,
             )?;
-            InsertResult::new(row.into_job(&p[0]), false)
+            (
+                InsertResult::new(row.row.into_job(&p[0]), false),
+                row.xact_id,
+            )
         };
         if !carry {
             let notify = self.queues_to_notify(
                 inserted(&p, std::slice::from_ref(&result)),
                 std::slice::from_ref(&result),
+                Some(xact_id),
             );
             self.notify(exec, notify).await?;
         }
@@ -452,15 +459,18 @@ impl Inserter {
             return Ok((Vec::new(), false));
         }
         let params = self.prepare(params)?;
-        let (results, carried) = if params.iter().any(|p| p.unique.is_some()) {
+        let (results, xact_id, carried) = if params.iter().any(|p| p.unique.is_some()) {
             let stmt = job_insert_unique_many(&self.schema, &params);
-            (exec.query_as(&stmt).await?, Vec::new())
+            let (results, xact_id) = WithXact::split(exec.query_as(&stmt).await?);
+            (results, xact_id, Vec::new())
         } else {
             let carried = self.carried_queues(&params, carry);
             let stmt = job_insert_many(&self.schema, &params, &carried);
-            (in_input_order(exec.query_as(&stmt).await?), carried)
+            let (rows, xact_id) = WithXact::split(exec.query_as(&stmt).await?);
+            (in_input_order(rows), xact_id, carried)
         };
-        let notify = self.queues_to_notify(not_carried(&params, &results, &carried), &results);
+        let notify =
+            self.queues_to_notify(not_carried(&params, &results, &carried), &results, xact_id);
         self.notify(exec, notify).await?;
         Ok((results, !carried.is_empty()))
     }
@@ -512,7 +522,7 @@ impl Inserter {
                 .await?;
             inserted += count_inserted(&results);
         }
-        self.notify(exec, self.queues_to_notify(params.iter(), &[]))
+        self.notify(exec, self.queues_to_notify(params.iter(), &[], None))
             .await?;
         Ok(inserted)
     }
@@ -588,17 +598,23 @@ impl Inserter {
     ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
         let carry = self.carries_notification(&p[0], || false);
-        let result = if p[0].unique.is_some() {
-            first(exec.query_as(&job_insert_unique_many(&self.schema, &p))?)?
+        let (result, xact_id) = if p[0].unique.is_some() {
+            let row: WithXact<InsertResult> =
+                first(exec.query_as(&job_insert_unique_many(&self.schema, &p))?)?;
+            (row.row, row.xact_id)
         } else {
-            let row: InsertedRow =
+            let row: WithXact<InsertedRow> =
                 first(exec.query_as(&job_insert_one(&self.schema, &p[0], carry))?)?;
-            InsertResult::new(row.into_job(&p[0]), false)
+            (
+                InsertResult::new(row.row.into_job(&p[0]), false),
+                row.xact_id,
+            )
         };
         if !carry {
             let notify = self.queues_to_notify(
                 inserted(&p, std::slice::from_ref(&result)),
                 std::slice::from_ref(&result),
+                Some(xact_id),
             );
             self.notify_blocking(exec, notify)?;
         }
@@ -619,15 +635,18 @@ impl Inserter {
             return Ok(Vec::new());
         }
         let params = self.prepare(params)?;
-        let (results, carried) = if params.iter().any(|p| p.unique.is_some()) {
+        let (results, xact_id, carried) = if params.iter().any(|p| p.unique.is_some()) {
             let stmt = job_insert_unique_many(&self.schema, &params);
-            (exec.query_as(&stmt)?, Vec::new())
+            let (results, xact_id) = WithXact::split(exec.query_as(&stmt)?);
+            (results, xact_id, Vec::new())
         } else {
             let carried = self.carried_queues(&params, || false);
             let stmt = job_insert_many(&self.schema, &params, &carried);
-            (in_input_order(exec.query_as(&stmt)?), carried)
+            let (rows, xact_id) = WithXact::split(exec.query_as(&stmt)?);
+            (in_input_order(rows), xact_id, carried)
         };
-        let notify = self.queues_to_notify(not_carried(&params, &results, &carried), &results);
+        let notify =
+            self.queues_to_notify(not_carried(&params, &results, &carried), &results, xact_id);
         self.notify_blocking(exec, notify)?;
         Ok(results)
     }
@@ -656,7 +675,7 @@ impl Inserter {
                 inserted += exec.execute(&job_insert_many(&self.schema, chunk, &[]))?;
             }
         }
-        self.notify_blocking(exec, self.queues_to_notify(params.iter(), &[]))?;
+        self.notify_blocking(exec, self.queues_to_notify(params.iter(), &[], None))?;
         Ok(inserted)
     }
 }

@@ -238,6 +238,7 @@ macro_rules! __conformance_cases {
                 a_quiet_insert_many_carries_its_notifications,
                 rolled_back_insert_leaves_the_next_commit_its_wake_up,
                 interleaved_transactions_each_get_a_wake_up,
+                a_rolled_back_held_back_insert_is_looked_at_no_more,
             }
             client_control {
                 queues_are_registered_and_listed_with_counts,

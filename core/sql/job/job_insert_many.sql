@@ -3,6 +3,7 @@
 -- With a channel in $2, the statement also notifies it once of each queue in $3 (queues with jobs
 -- due now among $1), as job_notify_insert.sql would, so the notifications leave with the insert's
 -- own commit instead of taking a statement of their own.
+-- Every row also carries the inserting transaction's id (xact_id; see job_insert_plain_one.sql).
 -- $1: one JSON object per job with keys queue, kind, args, metadata, priority, max_attempts, tags
 --     (a JSON array of strings), pending (boolean), and optionally scheduled_at (RFC 3339) or
 --     schedule_in_us (microseconds from now)
@@ -39,7 +40,7 @@ WITH inserted AS (
         j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
         j.claim_token AS claim_token
 )
-SELECT inserted.*
+SELECT inserted.*, pg_current_xact_id()::text::bigint AS xact_id
 FROM inserted
 CROSS JOIN (
     SELECT count(pg_notify($2::text, q)) AS num_notified

@@ -6,6 +6,7 @@
 -- With a channel in $11 (given only for a job due now: not pending, no scheduled_at and no
 -- schedule_in), the statement also notifies it of the queue, as job_notify_insert.sql would, so
 -- the notification leaves with the insert's own commit (see job_insert_plain_one.sql).
+-- Also returns the inserting transaction's id (xact_id), as job_insert_plain_one.sql does.
 -- $1: queue
 -- $2: kind
 -- $3: args
@@ -41,4 +42,4 @@ FROM (
 ) AS s
 CROSS JOIN (SELECT CASE WHEN $11::text IS NOT NULL THEN pg_notify($11::text, $1::text) END) AS n
 RETURNING j.id AS id, j.state::text AS state, j.created_at AS created_at,
-    j.scheduled_at AS scheduled_at
+    j.scheduled_at AS scheduled_at, pg_current_xact_id()::text::bigint AS xact_id

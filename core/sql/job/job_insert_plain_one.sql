@@ -7,6 +7,8 @@
 -- would: the notification then leaves with the insert's own commit (a client committing its own
 -- insert after a quiet moment, so that listeners hear of the job without a second round trip).
 -- The subquery runs once: its volatile call keeps it from being flattened or dropped.
+-- Also returns the inserting transaction's id (xact_id), which the commit watcher asks the
+-- database about when it is to announce the job after that transaction commits.
 -- $1: queue
 -- $2: kind
 -- $3: args
@@ -17,4 +19,4 @@ INSERT INTO {schema}.pgmill_job AS j (queue, kind, args, priority, max_attempts)
 SELECT $1::text, $2::text, $3::jsonb, $4::smallint, $5::smallint
 FROM (SELECT CASE WHEN $6::text IS NOT NULL THEN pg_notify($6::text, $1::text) END) AS n
 RETURNING j.id AS id, 'available'::text AS state, j.created_at AS created_at,
-    j.scheduled_at AS scheduled_at
+    j.scheduled_at AS scheduled_at, pg_current_xact_id()::text::bigint AS xact_id

@@ -5,6 +5,7 @@
 -- SHA-256 of its unique_key text followed, when it has a unique period, by the number of the
 -- period its scheduled time falls in, by the database clock. Duplicates within $1 are inserted
 -- once: the first one, in input order; the others get its row.
+-- Every row also carries the inserting transaction's id (xact_id; see job_insert_plain_one.sql).
 -- $1: one JSON object per job with the keys of job_insert_many.sql and, for a unique job,
 --     unique_key (text), unique_states (a bit(8) as text) and optionally unique_period_us
 WITH input AS (
@@ -87,7 +88,7 @@ SELECT m.ord AS ord, m.skipped AS skipped_as_duplicate,
     j.metadata AS metadata, j.priority AS priority, j.attempt AS attempt, j.max_attempts AS max_attempts,
     j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
     j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
-    j.claim_token AS claim_token
+    j.claim_token AS claim_token, pg_current_xact_id()::text::bigint AS xact_id
 FROM matched AS m
 JOIN inserted AS j ON j.id = m.id
 ORDER BY m.ord

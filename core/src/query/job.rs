@@ -616,12 +616,56 @@ pub(crate) fn job_delete_finalized(
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
-/// Notifies the queues of those of `ids` that are committed; returns their ids ([`IdRow`]).
-pub(crate) fn job_notify_committed(schema: &Schema, ids: &[JobId]) -> Statement {
+/// Notifies the queues of those of `watched` (inserting transaction, queue) whose transaction is
+/// committed; returns the transactions settled ([`XactIdRow`]): committed, rolled back, or
+/// unknown to the server.
+pub(crate) fn job_notify_committed(schema: &Schema, watched: &[(i64, &str)]) -> Statement {
     schema
         .statement(Query::JobNotifyCommitted)
         .bind(schema.channel(crate::notifier::TOPIC_INSERT))
-        .bind(ids.iter().map(|i| i.0).collect::<Vec<_>>())
+        .bind(watched.iter().map(|(x, _)| *x).collect::<Vec<_>>())
+        .bind(
+            watched
+                .iter()
+                .map(|(_, q)| (*q).to_owned())
+                .collect::<Vec<_>>(),
+        )
+}
+
+/// One inserting transaction's id in a result (`xact_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct XactIdRow(pub(crate) i64);
+
+impl FromRow for XactIdRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(XactIdRow(row.take("xact_id")?))
+    }
+}
+
+/// A row of an insert statement that returns rows, with the id of the inserting transaction that
+/// each such statement adds (`xact_id`): what the commit watcher asks the database about.
+pub(crate) struct WithXact<T> {
+    pub(crate) row: T,
+    pub(crate) xact_id: i64,
+}
+
+impl<T: FromRow> FromRow for WithXact<T> {
+    fn from_row(mut row: Row) -> Result<Self> {
+        let xact_id = row.take("xact_id")?;
+        Ok(WithXact {
+            row: T::from_row(row)?,
+            xact_id,
+        })
+    }
+}
+
+impl<T> WithXact<T> {
+    /// The rows, and the transaction that inserted them (one statement: the same for every row;
+    /// `None` without rows).
+    pub(crate) fn split(rows: Vec<WithXact<T>>) -> (Vec<T>, Option<i64>) {
+        let xact_id = rows.first().map(|r| r.xact_id);
+        (rows.into_iter().map(|r| r.row).collect(), xact_id)
+    }
 }
 
 pub(crate) fn job_notify_insert(schema: &Schema, queues: Vec<String>) -> Statement {

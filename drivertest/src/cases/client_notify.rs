@@ -616,3 +616,57 @@ pub async fn a_quiet_insert_many_carries_its_notifications<H: Harness>() {
         ["default"]
     );
 }
+
+/// When the commit watcher (only it uses the pool tagged `tag`) last started a look, as the
+/// server tells it (by the look statement's opening comment: `pg_stat_activity` keeps only the
+/// first 1 kB of a statement); `None` before its first.
+async fn last_look<D: Driver>(ctx: &TestContext<D>, tag: &str) -> Option<String> {
+    ctx.conn()
+        .await
+        .query_scalar(
+            &Statement::new(
+                "SELECT max(query_start)::text AS started FROM pg_stat_activity \
+                 WHERE application_name = $1::text \
+                 AND query LIKE '-- Announces jobs inserted by transactions%'",
+            )
+            .bind(tag),
+        )
+        .await
+        .expect("read the watcher's looks")
+}
+
+/// The commit watcher asks the database whether a held-back insert's transaction has ended, not
+/// whether its job is visible: a transaction rolled back is settled by the first look that sees
+/// it ended, and never looked at again (looking for its job would go on at doubling intervals, at
+/// most 1 s apart, for ten minutes).
+pub async fn a_rolled_back_held_back_insert_is_looked_at_no_more<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let tag = format!("{}_watch", ctx.schema.name());
+    let inserter = Inserter::new(ctx.schema.clone())
+        .with_notify_cooldown(Some(Duration::from_secs(3600)))
+        .with_commit_watch(tagged_driver::<H>(&ctx, &tag).await);
+    let mut conn = ctx.conn().await;
+    // The first insert uses up the queue's cooldown: its own statement notifies.
+    let mut tx = conn.begin().await.unwrap();
+    inserter.insert(&mut tx, Task { n: 1 }).await.unwrap();
+    tx.commit().await.unwrap();
+    // The second is held back, handed to the watcher, and rolled back.
+    let mut tx = conn.begin().await.unwrap();
+    inserter.insert(&mut tx, Task { n: 2 }).await.unwrap();
+    tx.rollback().await.unwrap();
+    let looked = crate::eventually(Duration::from_secs(10), async || {
+        last_look(&ctx, &tag).await.is_some()
+    })
+    .await;
+    assert!(looked, "the watcher never looked");
+    // Room for a second look, had the first one run before the rollback.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let settled = last_look(&ctx, &tag).await;
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    assert_eq!(
+        last_look(&ctx, &tag).await,
+        settled,
+        "the rolled-back transaction was looked at again"
+    );
+    assert_eq!(count_in(&ctx, JobState::Available).await, 1);
+}
