@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::commit_watcher::{CommitFollower, CommitWatcher};
 use crate::debouncer::{DEFAULT_INSERT_NOTIFY_COOLDOWN, Debouncer};
-use crate::driver::{BlockingExecutor, Driver, Executor};
+use crate::driver::{BlockingExecutor, Driver, Executor, FromRow, Row, Statement, rows_as};
 use crate::error::{Error, Result};
 use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
@@ -310,6 +310,80 @@ impl Inserter {
         self.follower.is_none() || debouncer.try_fire(queue)
     }
 
+    /// The statement inserting one checked job, and whether it carries the job's notification
+    /// ([`Inserter::carries_notification`], `carry` asked only when it can). The async and
+    /// blocking paths run it and hand its rows to [`Inserter::one_inserted`].
+    fn one_statement(
+        &self,
+        p: &[InsertParams; 1],
+        carry: impl FnOnce() -> bool,
+    ) -> (Statement, bool) {
+        if p[0].unique.is_some() {
+            return (job_insert_unique_many(&self.schema, p), false);
+        }
+        let carry = self.carries_notification(&p[0], carry);
+        (job_insert_one(&self.schema, &p[0], carry), carry)
+    }
+
+    /// What [`Inserter::one_statement`]'s `rows` say: the insert's result, and the queues still
+    /// to notify in the inserting transaction (none when the statement `carried` it).
+    fn one_inserted(
+        &self,
+        p: &[InsertParams; 1],
+        carried: bool,
+        rows: Vec<Row>,
+    ) -> Result<(InsertResult, Vec<String>)> {
+        let row = first(rows)?;
+        let (result, xact_id) = if p[0].unique.is_some() {
+            let row = WithXact::<InsertResult>::from_row(row)?;
+            (row.row, row.xact_id)
+        } else {
+            let row = WithXact::<InsertedRow>::from_row(row)?;
+            let result = InsertResult::new(row.row.into_job(&p[0]), false);
+            (result, row.xact_id)
+        };
+        if carried {
+            return Ok((result, Vec::new()));
+        }
+        let results = std::slice::from_ref(&result);
+        let notify = self.queues_to_notify(inserted(p, results), results, Some(xact_id));
+        Ok((result, notify))
+    }
+
+    /// The statement inserting many checked jobs, and the queues whose notification it carries
+    /// ([`Inserter::carried_queues`]; none when some job is unique). The async and blocking
+    /// paths run it and hand its rows to [`Inserter::many_inserted`].
+    fn many_statement<'a>(
+        &self,
+        params: &'a [InsertParams],
+        carry: impl FnOnce() -> bool,
+    ) -> (Statement, Vec<&'a str>) {
+        if params.iter().any(|p| p.unique.is_some()) {
+            return (job_insert_unique_many(&self.schema, params), Vec::new());
+        }
+        let carried = self.carried_queues(params, carry);
+        (job_insert_many(&self.schema, params, &carried), carried)
+    }
+
+    /// What [`Inserter::many_statement`]'s `rows` say: each job's result, in input order, and the
+    /// queues still to notify in the inserting transaction (but for the `carried` ones).
+    fn many_inserted(
+        &self,
+        params: &[InsertParams],
+        carried: &[&str],
+        rows: Vec<Row>,
+    ) -> Result<(Vec<InsertResult>, Vec<String>)> {
+        let (results, xact_id) = if params.iter().any(|p| p.unique.is_some()) {
+            WithXact::split(rows_as(rows, WithXact::<InsertResult>::from_row)?)
+        } else {
+            let (rows, xact_id) = WithXact::split(rows_as(rows, WithXact::<JobRow>::from_row)?);
+            (in_input_order(rows), xact_id)
+        };
+        let notify =
+            self.queues_to_notify(not_carried(params, &results, carried), &results, xact_id);
+        Ok((results, notify))
+    }
+
     async fn notify<E: Executor>(&self, exec: &mut E, queues: Vec<String>) -> Result<()> {
         if !queues.is_empty() {
             exec.execute(&job_notify_insert(&self.schema, queues))
@@ -389,31 +463,9 @@ impl Inserter {
         p: [InsertParams; 1],
         carry: impl FnOnce() -> bool,
     ) -> Result<(InsertResult, bool)> {
-        let carry = self.carries_notification(&p[0], carry);
-        let (result, xact_id) = if p[0].unique.is_some() {
-            let row: WithXact<InsertResult> = first(
-                exec.query_as(&job_insert_unique_many(&self.schema, &p))
-                    .await?,
-            )?;
-            (row.row, row.xact_id)
-        } else {
-            let row: WithXact<InsertedRow> = first(
-                exec.query_as(&job_insert_one(&self.schema, &p[0], carry))
-                    .await?,
-            )?;
-            (
-                InsertResult::new(row.row.into_job(&p[0]), false),
-                row.xact_id,
-            )
-        };
-        if !carry {
-            let notify = self.queues_to_notify(
-                inserted(&p, std::slice::from_ref(&result)),
-                std::slice::from_ref(&result),
-                Some(xact_id),
-            );
-            self.notify(exec, notify).await?;
-        }
+        let (stmt, carry) = self.one_statement(&p, carry);
+        let (result, notify) = self.one_inserted(&p, carry, exec.query(&stmt).await?)?;
+        self.notify(exec, notify).await?;
         Ok((result, carry))
     }
 
@@ -459,18 +511,8 @@ impl Inserter {
             return Ok((Vec::new(), false));
         }
         let params = self.prepare(params)?;
-        let (results, xact_id, carried) = if params.iter().any(|p| p.unique.is_some()) {
-            let stmt = job_insert_unique_many(&self.schema, &params);
-            let (results, xact_id) = WithXact::split(exec.query_as(&stmt).await?);
-            (results, xact_id, Vec::new())
-        } else {
-            let carried = self.carried_queues(&params, carry);
-            let stmt = job_insert_many(&self.schema, &params, &carried);
-            let (rows, xact_id) = WithXact::split(exec.query_as(&stmt).await?);
-            (in_input_order(rows), xact_id, carried)
-        };
-        let notify =
-            self.queues_to_notify(not_carried(&params, &results, &carried), &results, xact_id);
+        let (stmt, carried) = self.many_statement(&params, carry);
+        let (results, notify) = self.many_inserted(&params, &carried, exec.query(&stmt).await?)?;
         self.notify(exec, notify).await?;
         Ok((results, !carried.is_empty()))
     }
@@ -597,27 +639,9 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
-        let carry = self.carries_notification(&p[0], || false);
-        let (result, xact_id) = if p[0].unique.is_some() {
-            let row: WithXact<InsertResult> =
-                first(exec.query_as(&job_insert_unique_many(&self.schema, &p))?)?;
-            (row.row, row.xact_id)
-        } else {
-            let row: WithXact<InsertedRow> =
-                first(exec.query_as(&job_insert_one(&self.schema, &p[0], carry))?)?;
-            (
-                InsertResult::new(row.row.into_job(&p[0]), false),
-                row.xact_id,
-            )
-        };
-        if !carry {
-            let notify = self.queues_to_notify(
-                inserted(&p, std::slice::from_ref(&result)),
-                std::slice::from_ref(&result),
-                Some(xact_id),
-            );
-            self.notify_blocking(exec, notify)?;
-        }
+        let (stmt, carry) = self.one_statement(&p, || false);
+        let (result, notify) = self.one_inserted(&p, carry, exec.query(&stmt)?)?;
+        self.notify_blocking(exec, notify)?;
         Ok(result)
     }
 
@@ -635,18 +659,8 @@ impl Inserter {
             return Ok(Vec::new());
         }
         let params = self.prepare(params)?;
-        let (results, xact_id, carried) = if params.iter().any(|p| p.unique.is_some()) {
-            let stmt = job_insert_unique_many(&self.schema, &params);
-            let (results, xact_id) = WithXact::split(exec.query_as(&stmt)?);
-            (results, xact_id, Vec::new())
-        } else {
-            let carried = self.carried_queues(&params, || false);
-            let stmt = job_insert_many(&self.schema, &params, &carried);
-            let (rows, xact_id) = WithXact::split(exec.query_as(&stmt)?);
-            (in_input_order(rows), xact_id, carried)
-        };
-        let notify =
-            self.queues_to_notify(not_carried(&params, &results, &carried), &results, xact_id);
+        let (stmt, carried) = self.many_statement(&params, || false);
+        let (results, notify) = self.many_inserted(&params, &carried, exec.query(&stmt)?)?;
         self.notify_blocking(exec, notify)?;
         Ok(results)
     }
