@@ -353,9 +353,14 @@ impl<D: Driver> Producer<D> {
                 }
                 return Ok(());
             }
-            // Let the jobs just started run before counting free slots again: short jobs are done
-            // by then, so the next fetch fills their slots too instead of half of them.
-            tokio::task::yield_now().await;
+            // A next fetch already as large as a fetch may be starts at once: its round trip
+            // overlaps the jobs just started, which the other slots run meanwhile. A smaller one
+            // first lets the jobs just started run: short jobs are done by then, so the fetch
+            // fills their slots too instead of half of them.
+            if (slots.free() + prefetch).saturating_sub(slots.buffered()) < self.config.fetch_limit
+            {
+                tokio::task::yield_now().await;
+            }
         }
     }
 }
