@@ -261,6 +261,14 @@ impl<D: Driver> Producer<D> {
         }
     }
 
+    /// How many jobs a fetch claims with `free` slots and `buffered` jobs: enough for the free
+    /// slots and a full buffer, at most the fetch limit.
+    fn fetch_size(&self, free: usize, buffered: usize) -> usize {
+        (free + self.config.prefetch)
+            .saturating_sub(buffered)
+            .min(self.config.fetch_limit)
+    }
+
     /// Fetches until the queue runs dry, or every slot is busy and the buffer is at least half
     /// full, or the queue is paused.
     async fn fill_slots(
@@ -281,9 +289,7 @@ impl<D: Driver> Producer<D> {
             if free == 0 && buffered > prefetch / 2 {
                 return Ok(());
             }
-            let limit = (free + prefetch)
-                .saturating_sub(buffered)
-                .min(self.config.fetch_limit);
+            let limit = self.fetch_size(free, buffered);
             if limit == 0 {
                 return Ok(());
             }
@@ -357,8 +363,7 @@ impl<D: Driver> Producer<D> {
             // overlaps the jobs just started, which the other slots run meanwhile. A smaller one
             // first lets the jobs just started run: short jobs are done by then, so the fetch
             // fills their slots too instead of half of them.
-            if (slots.free() + prefetch).saturating_sub(slots.buffered()) < self.config.fetch_limit
-            {
+            if self.fetch_size(slots.free(), slots.buffered()) < self.config.fetch_limit {
                 tokio::task::yield_now().await;
             }
         }
