@@ -2,6 +2,10 @@
 //! `include_str!`. [`Schema`](crate::Schema) renders every template into its schema once; the
 //! functions in `query/` bind their parameters.
 
+use std::sync::OnceLock;
+
+use crate::sql_text::compact;
+
 macro_rules! queries {
     ($($variant:ident => $file:literal,)*) => {
         /// One SQL statement of `core/sql/`, by file.
@@ -18,6 +22,13 @@ macro_rules! queries {
             pub(crate) fn template(self) -> &'static str {
                 match self {
                     $(Query::$variant => include_str!(concat!("../sql/", $file)),)*
+                }
+            }
+
+            /// The file the template is in, under `core/sql/`.
+            fn file(self) -> &'static str {
+                match self {
+                    $(Query::$variant => $file,)*
                 }
             }
         }
@@ -83,6 +94,28 @@ queries! {
     MigrationInsert => "migration/migration_insert.sql",
     MigrationLock => "migration/migration_lock.sql",
     MigrationTableExists => "migration/migration_table_exists.sql",
+}
+
+impl Query {
+    /// The query's name: its file's, without the area and the extension.
+    pub(crate) fn name(self) -> &'static str {
+        let file = self.file();
+        let base = file.rsplit('/').next().unwrap_or(file);
+        base.strip_suffix(".sql").unwrap_or(base)
+    }
+
+    /// The template as sent ([`compact`]: without its comments and indentation), compacted once
+    /// per process.
+    pub(crate) fn compacted(self) -> &'static str {
+        static COMPACTED: OnceLock<Box<[String]>> = OnceLock::new();
+        let all = COMPACTED.get_or_init(|| {
+            Query::ALL
+                .iter()
+                .map(|q| compact(q.name(), q.template()))
+                .collect()
+        });
+        &all[self as usize]
+    }
 }
 
 #[cfg(test)]

@@ -270,6 +270,7 @@ mod service;
 #[cfg(feature = "signal")]
 mod shutdown;
 mod slot_pool;
+mod sql_text;
 pub mod testing;
 mod timeout_overrun;
 mod unique;

@@ -46,7 +46,7 @@ impl Schema {
         let quoted = quote_ident(name);
         let queries = Query::ALL
             .iter()
-            .map(|q| Arc::from(q.template().replace(SCHEMA_MARKER, &quoted)))
+            .map(|q| Arc::from(q.compacted().replace(SCHEMA_MARKER, &quoted)))
             .collect();
         Ok(Schema {
             inner: Arc::new(SchemaInner {

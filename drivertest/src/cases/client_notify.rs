@@ -618,8 +618,8 @@ pub async fn a_quiet_insert_many_carries_its_notifications<H: Harness>() {
 }
 
 /// When the commit watcher (only it uses the pool tagged `tag`) last started a look, as the
-/// server tells it (by the look statement's opening comment: `pg_stat_activity` keeps only the
-/// first 1 kB of a statement); `None` before its first.
+/// server tells it (by the line naming the statement that opens every engine statement as sent);
+/// `None` before its first.
 async fn last_look<D: Driver>(ctx: &TestContext<D>, tag: &str) -> Option<String> {
     ctx.conn()
         .await
@@ -627,7 +627,7 @@ async fn last_look<D: Driver>(ctx: &TestContext<D>, tag: &str) -> Option<String>
             &Statement::new(
                 "SELECT max(query_start)::text AS started FROM pg_stat_activity \
                  WHERE application_name = $1::text \
-                 AND query LIKE '-- Announces jobs inserted by transactions%'",
+                 AND query LIKE '-- pgmill job_notify_committed%'",
             )
             .bind(tag),
         )
