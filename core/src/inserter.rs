@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use crate::commit_watcher::{CommitFollower, CommitWatcher};
 use crate::debouncer::{DEFAULT_INSERT_NOTIFY_COOLDOWN, Debouncer};
-use crate::driver::{BlockingExecutor, Driver, Executor, FromRow, Row, Statement, rows_as};
+use crate::driver::{
+    BlockingExecutor, Driver, Executor, FromRow, Row, Statement, rows_as, rows_with,
+};
 use crate::error::{Error, Result};
 use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
@@ -249,17 +251,16 @@ impl Inserter {
     /// the queue once that transaction has committed. Without a follower (or rows) every queue
     /// with due jobs is notified: a notification in another transaction may be lost with a
     /// rollback, or be delivered before this transaction commits.
-    fn queues_to_notify<'a>(
+    fn queues_to_notify(
         &self,
-        params: impl Iterator<Item = &'a InsertParams>,
+        due: BTreeSet<&str>,
         rows: &[InsertResult],
         xact_id: Option<i64>,
     ) -> Vec<String> {
         let Some(debouncer) = &self.notify else {
             return Vec::new();
         };
-        due_queues(params)
-            .into_iter()
+        due.into_iter()
             .filter(|q| {
                 let Some(follower) = &self.follower else {
                     return true;
@@ -325,28 +326,31 @@ impl Inserter {
         (job_insert_one(&self.schema, &p[0], carry), carry)
     }
 
-    /// What [`Inserter::one_statement`]'s `rows` say: the insert's result, and the queues still
-    /// to notify in the inserting transaction (none when the statement `carried` it).
+    /// What [`Inserter::one_statement`]'s row says: the insert's result, and the queues still to
+    /// notify in the inserting transaction (none when the statement `carried` it). The new row
+    /// takes `p`'s values.
     fn one_inserted(
         &self,
-        p: &[InsertParams; 1],
+        p: [InsertParams; 1],
         carried: bool,
-        rows: Vec<Row>,
+        row: OneInserted,
     ) -> Result<(InsertResult, Vec<String>)> {
-        let row = first(rows)?;
-        let (result, xact_id) = if p[0].unique.is_some() {
-            let row = WithXact::<InsertResult>::from_row(row)?;
-            (row.row, row.xact_id)
-        } else {
-            let row = WithXact::<InsertedRow>::from_row(row)?;
-            let result = InsertResult::new(row.row.into_job(&p[0]), false);
-            (result, row.xact_id)
+        let [p] = p;
+        let due_now = p.is_due_now();
+        let (result, xact_id) = match row {
+            OneInserted::Unique(row) => (row.row, row.xact_id),
+            OneInserted::New(row) => (InsertResult::new(row.row.into_job(p), false), row.xact_id),
         };
         if carried {
             return Ok((result, Vec::new()));
         }
+        // The job's queue, as `due_queues` would give it for `p` once inserted.
+        let due = (due_now && !result.skipped_as_duplicate)
+            .then_some(result.job.queue.as_str())
+            .into_iter()
+            .collect();
         let results = std::slice::from_ref(&result);
-        let notify = self.queues_to_notify(inserted(p, results), results, Some(xact_id));
+        let notify = self.queues_to_notify(due, results, Some(xact_id));
         Ok((result, notify))
     }
 
@@ -379,8 +383,11 @@ impl Inserter {
             let (rows, xact_id) = WithXact::split(rows_as(rows, WithXact::<JobRow>::from_row)?);
             (in_input_order(rows), xact_id)
         };
-        let notify =
-            self.queues_to_notify(not_carried(params, &results, carried), &results, xact_id);
+        let notify = self.queues_to_notify(
+            due_queues(not_carried(params, &results, carried)),
+            &results,
+            xact_id,
+        );
         Ok((results, notify))
     }
 
@@ -464,7 +471,12 @@ impl Inserter {
         carry: impl FnOnce() -> bool,
     ) -> Result<(InsertResult, bool)> {
         let (stmt, carry) = self.one_statement(&p, carry);
-        let (result, notify) = self.one_inserted(&p, carry, exec.query(&stmt).await?)?;
+        let row = if p[0].unique.is_some() {
+            OneInserted::Unique(first(exec.query_as(&stmt).await?)?)
+        } else {
+            OneInserted::New(first(exec.query_with(&stmt, InsertedRow::read).await?)?)
+        };
+        let (result, notify) = self.one_inserted(p, carry, row)?;
         self.notify(exec, notify).await?;
         Ok((result, carry))
     }
@@ -564,8 +576,11 @@ impl Inserter {
                 .await?;
             inserted += count_inserted(&results);
         }
-        self.notify(exec, self.queues_to_notify(params.iter(), &[], None))
-            .await?;
+        self.notify(
+            exec,
+            self.queues_to_notify(due_queues(params.iter()), &[], None),
+        )
+        .await?;
         Ok(inserted)
     }
 
@@ -640,7 +655,13 @@ impl Inserter {
     ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
         let (stmt, carry) = self.one_statement(&p, || false);
-        let (result, notify) = self.one_inserted(&p, carry, exec.query(&stmt)?)?;
+        let rows = exec.query(&stmt)?;
+        let row = if p[0].unique.is_some() {
+            OneInserted::Unique(first(rows_as(rows, WithXact::from_row)?)?)
+        } else {
+            OneInserted::New(first(rows_with(rows, InsertedRow::read)?)?)
+        };
+        let (result, notify) = self.one_inserted(p, carry, row)?;
         self.notify_blocking(exec, notify)?;
         Ok(result)
     }
@@ -689,7 +710,10 @@ impl Inserter {
                 inserted += exec.execute(&job_insert_many(&self.schema, chunk, &[]))?;
             }
         }
-        self.notify_blocking(exec, self.queues_to_notify(params.iter(), &[], None))?;
+        self.notify_blocking(
+            exec,
+            self.queues_to_notify(due_queues(params.iter()), &[], None),
+        )?;
         Ok(inserted)
     }
 }
@@ -766,6 +790,15 @@ pub(crate) fn due_queues<'a>(params: impl Iterator<Item = &'a InsertParams>) -> 
 fn is_copyable(p: &InsertParams) -> bool {
     p.unique.is_none()
         && (p.is_due_now() || (p.pending && p.scheduled_at.is_none() && p.schedule_in.is_none()))
+}
+
+/// The row a single insert's statement returns ([`Inserter::one_statement`]), decoded as its
+/// shape says.
+enum OneInserted {
+    /// A unique job's: the whole row, inserted or the duplicate found.
+    Unique(WithXact<InsertResult>),
+    /// Any other job's: what the database decided of the new row.
+    New(WithXact<InsertedRow>),
 }
 
 fn first<T>(rows: Vec<T>) -> Result<T> {

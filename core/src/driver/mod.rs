@@ -26,8 +26,8 @@ mod value;
 use std::future::Future;
 
 pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
-pub(crate) use row::rows_as;
 pub use row::{FromColumn, FromRow, Row, RowView, decode_each, decode_result, decode_values};
+pub(crate) use row::{rows_as, rows_with};
 pub use statement::{CopyIn, CopyRowWriter, Statement, copy_target};
 pub use value::{FromValue, IntoValue, PgType, Value};
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::micros;
 use crate::catalog::Query;
-use crate::driver::{CopyIn, Executor, FromRow, Row, Statement};
+use crate::driver::{CopyIn, Executor, FromRow, Row, RowView, Statement};
 use crate::error::Result;
 use crate::in_flight::HeldClaim;
 use crate::inserter::InsertResult;
@@ -94,13 +94,22 @@ pub(crate) struct InsertedRow {
     scheduled_at: DateTime<Utc>,
 }
 
-impl FromRow for InsertedRow {
-    fn from_row(mut row: Row) -> Result<Self> {
-        Ok(InsertedRow {
-            id: JobId(row.take("id")?),
-            state: row.take::<String>("state")?.parse()?,
-            created_at: row.take("created_at")?,
-            scheduled_at: row.take("scheduled_at")?,
+impl InsertedRow {
+    /// The columns [`job_insert_one`]'s statements return, in order.
+    const COLUMNS: [&'static str; 5] = ["id", "state", "created_at", "scheduled_at", "xact_id"];
+
+    /// Decodes a row of [`job_insert_one`]'s statements in place, by position (checked against
+    /// the names the statements give), with the inserting transaction's id.
+    pub(crate) fn read(row: &mut dyn RowView) -> Result<WithXact<InsertedRow>> {
+        row.expect_columns(&Self::COLUMNS)?;
+        Ok(WithXact {
+            row: InsertedRow {
+                id: JobId(row.read(0)?),
+                state: row.read::<String>(1)?.parse()?,
+                created_at: row.read(2)?,
+                scheduled_at: row.read(3)?,
+            },
+            xact_id: row.read(4)?,
         })
     }
 }
@@ -108,14 +117,14 @@ impl FromRow for InsertedRow {
 impl InsertedRow {
     /// The whole new row: what the database decided, the rest as `p` bound it, and the column
     /// defaults of a job never attempted (migrations 001 and 002).
-    pub(crate) fn into_job(self, p: &InsertParams) -> JobRow {
+    pub(crate) fn into_job(self, p: InsertParams) -> JobRow {
         JobRow {
             id: self.id,
             state: self.state,
-            queue: p.queue.clone(),
-            kind: p.kind.clone(),
-            args: p.args.clone(),
-            metadata: p.metadata.clone(),
+            queue: p.queue,
+            kind: p.kind,
+            args: p.args,
+            metadata: p.metadata,
             priority: p.priority,
             attempt: 0,
             max_attempts: p.max_attempts,
@@ -125,7 +134,7 @@ impl InsertedRow {
             scheduled_at: self.scheduled_at,
             finalized_at: None,
             errors: Vec::new(),
-            tags: p.tags.clone(),
+            tags: p.tags,
             claim_token: None,
         }
     }
