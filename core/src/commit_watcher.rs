@@ -21,7 +21,6 @@
 //! A transaction still open after [`GIVE_UP_AFTER`] is no longer looked at: the producers' poll
 //! finds its jobs if it ever commits.
 
-use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -32,6 +31,7 @@ use tracing::debug;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::with_timeout;
+use crate::fast_hash::FastSet;
 use crate::query::{XactIdRow, job_notify_committed};
 use crate::schema::Schema;
 
@@ -125,7 +125,7 @@ async fn watch_loop<D: Driver>(
     let mut watched: Vec<Watched> = Vec::new();
     // The (transaction, queue) pairs in `watched`: a transaction inserting many jobs into a queue
     // is looked at once.
-    let mut keys: HashSet<(i64, String)> = HashSet::new();
+    let mut keys: FastSet<(i64, String)> = FastSet::default();
     let mut last_look: Option<Instant> = None;
     loop {
         let next = watched
@@ -165,7 +165,7 @@ async fn watch_loop<D: Driver>(
                 keys.remove(&(w.xact_id, w.queue));
             }
         }
-        let queues: HashSet<&str> = watched
+        let queues: FastSet<&str> = watched
             .iter()
             .filter(|w| w.next <= now)
             .map(|w| w.queue.as_str())
@@ -180,7 +180,7 @@ async fn watch_loop<D: Driver>(
             .collect();
         last_look = Some(now);
         let stmt = job_notify_committed(&schema, &due);
-        let due: HashSet<String> = queues.into_iter().map(str::to_owned).collect();
+        let due: FastSet<String> = queues.into_iter().map(str::to_owned).collect();
         let settled = with_timeout("commit watch", async {
             ConnectionLease::acquire(&driver)
                 .await?
@@ -188,12 +188,12 @@ async fn watch_loop<D: Driver>(
                 .await
         })
         .await;
-        let settled: HashSet<i64> = match settled {
+        let settled: FastSet<i64> = match settled {
             Ok(rows) => rows.into_iter().map(|XactIdRow(x)| x).collect(),
             Err(e) => {
                 // Looked at again later; meanwhile the poll still finds the jobs.
                 debug!(error = %e, "cannot look at inserting transactions");
-                HashSet::new()
+                FastSet::default()
             }
         };
         let now = Instant::now();
@@ -216,7 +216,7 @@ async fn watch_loop<D: Driver>(
 /// Watches `sent` (a transaction and a queue it inserted into) unless it is watched already.
 fn arrive(
     watched: &mut Vec<Watched>,
-    keys: &mut HashSet<(i64, String)>,
+    keys: &mut FastSet<(i64, String)>,
     sent: (i64, String),
     now: Instant,
 ) {

@@ -2,11 +2,12 @@
 //! cooldown are swallowed. Used so a client sends at most one insert notification per queue per
 //! cooldown, however many jobs it inserts.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::fast_hash::FastMap;
 
 /// Default cooldown of insert notifications.
 pub(crate) const DEFAULT_INSERT_NOTIFY_COOLDOWN: Duration = Duration::from_millis(100);
@@ -15,14 +16,14 @@ pub(crate) const DEFAULT_INSERT_NOTIFY_COOLDOWN: Duration = Duration::from_milli
 #[derive(Debug)]
 pub(crate) struct Debouncer {
     cooldown: Duration,
-    last: Mutex<HashMap<String, Instant>>,
+    last: Mutex<FastMap<String, Instant>>,
 }
 
 impl Debouncer {
     pub(crate) fn new(cooldown: Duration) -> Self {
         Debouncer {
             cooldown,
-            last: Mutex::new(HashMap::new()),
+            last: Mutex::new(FastMap::default()),
         }
     }
 

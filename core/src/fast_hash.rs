@@ -1,17 +1,22 @@
 //! A hasher for the maps the engine looks up on the path of every job: by job id and claim token,
-//! and by job kind (the worker and middleware registries).
+//! by job kind (the worker and middleware registries), and by queue and inserting transaction
+//! (the insert notifications' debouncer and commit watcher).
 //!
 //! The standard library's SipHash resists keys chosen to make one map's entries collide, and
 //! costs one to two hundred instructions per key. These maps need no such defence: ids come from
-//! the database's sequence and the client's token counter, and the kind registries hold only
-//! what the application registered (a job of any other kind is one failed lookup). This is one
-//! multiply per 64-bit word, as rustc's own `FxHasher`.
+//! the database's sequence and the client's token counter, inserting transactions' ids from the
+//! database, the kind registries hold only what the application registered (a job of any other
+//! kind is one failed lookup), and queue names are the application's. This is one multiply per
+//! 64-bit word, as rustc's own `FxHasher`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// A map hashed with [`FastHasher`].
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+/// A set hashed with [`FastHasher`].
+pub(crate) type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// Hashes keys with a rotate, a xor and a multiply per 64-bit word.
 #[derive(Debug, Default, Clone, Copy)]
