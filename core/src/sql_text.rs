@@ -5,7 +5,7 @@
 //! server, yet a statement's text is hashed on every execution by the libraries' statement caches
 //! (deadpool-postgres, sqlx and diesel key prepared statements by their SQL), and sent whole on
 //! every execution where statements go unnamed (behind a transaction-mode pooler). The single
-//! insert's file is four times its statement. [`compact`] keeps what the server reads, and a
+//! insert's file is 1,533 bytes, its statement 421. [`compact`] keeps what the server reads, and a
 //! first line naming the file, so `pg_stat_activity` and the server's log still say which
 //! statement runs.
 

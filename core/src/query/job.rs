@@ -112,9 +112,7 @@ impl InsertedRow {
             xact_id: row.read(4)?,
         })
     }
-}
 
-impl InsertedRow {
     /// The whole new row: what the database decided, the rest as `p` bound it, and the column
     /// defaults of a job never attempted (migrations 001 and 002).
     pub(crate) fn into_job(self, p: InsertParams) -> JobRow {
