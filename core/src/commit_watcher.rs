@@ -32,7 +32,7 @@ use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::with_timeout;
 use crate::fast_hash::FastSet;
-use crate::query::{XactIdRow, job_notify_committed};
+use crate::query::{InProgressRow, job_notify_committed};
 use crate::schema::Schema;
 
 /// The first look at a transaction, after its insert.
@@ -181,19 +181,20 @@ async fn watch_loop<D: Driver>(
         last_look = Some(now);
         let stmt = job_notify_committed(&schema, &due);
         let due: FastSet<String> = queues.into_iter().map(str::to_owned).collect();
-        let settled = with_timeout("commit watch", async {
+        let looked = with_timeout("commit watch", async {
             ConnectionLease::acquire(&driver)
                 .await?
-                .query_as::<XactIdRow>(&stmt)
+                .query_as::<InProgressRow>(&stmt)
                 .await
         })
         .await;
-        let settled: FastSet<i64> = match settled {
-            Ok(rows) => rows.into_iter().map(|XactIdRow(x)| x).collect(),
+        // The transactions still in progress; every other one looked at is settled. `None` when
+        // the look failed: all are looked at again later (meanwhile the poll finds the jobs).
+        let in_progress: Option<FastSet<i64>> = match looked {
+            Ok(rows) => Some(rows.into_iter().flat_map(|InProgressRow(x)| x).collect()),
             Err(e) => {
-                // Looked at again later; meanwhile the poll still finds the jobs.
                 debug!(error = %e, "cannot look at inserting transactions");
-                FastSet::default()
+                None
             }
         };
         let now = Instant::now();
@@ -201,7 +202,10 @@ async fn watch_loop<D: Driver>(
             if !due.contains(&w.queue) {
                 return true;
             }
-            if settled.contains(&w.xact_id) || now.duration_since(w.since) >= GIVE_UP_AFTER {
+            let settled = in_progress
+                .as_ref()
+                .is_some_and(|open| !open.contains(&w.xact_id));
+            if settled || now.duration_since(w.since) >= GIVE_UP_AFTER {
                 keys.remove(&(w.xact_id, std::mem::take(&mut w.queue)));
                 return false;
             }

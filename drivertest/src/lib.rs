@@ -239,6 +239,7 @@ macro_rules! __conformance_cases {
                 rolled_back_insert_leaves_the_next_commit_its_wake_up,
                 interleaved_transactions_each_get_a_wake_up,
                 a_rolled_back_held_back_insert_is_looked_at_no_more,
+                the_commit_watchers_look_tells_open_transactions_from_ended_ones,
             }
             client_control {
                 queues_are_registered_and_listed_with_counts,

@@ -624,8 +624,8 @@ pub(crate) fn job_delete_finalized(
 }
 
 /// Notifies the queues of those of `watched` (inserting transaction, queue) whose transaction is
-/// committed; returns the transactions settled ([`XactIdRow`]): committed, rolled back, or
-/// unknown to the server.
+/// committed; returns the transactions still in progress ([`InProgressRow`]). Every other one is
+/// settled: committed, rolled back, or of a status the server no longer keeps.
 pub(crate) fn job_notify_committed(schema: &Schema, watched: &[(i64, &str)]) -> Statement {
     schema
         .statement(Query::JobNotifyCommitted)
@@ -639,13 +639,16 @@ pub(crate) fn job_notify_committed(schema: &Schema, watched: &[(i64, &str)]) -> 
         )
 }
 
-/// One inserting transaction's id in a result (`xact_id`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct XactIdRow(pub(crate) i64);
+/// The inserting transactions a look found still in progress (`in_progress`, NULL for none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InProgressRow(pub(crate) Vec<i64>);
 
-impl FromRow for XactIdRow {
+impl FromRow for InProgressRow {
     fn from_row(mut row: Row) -> Result<Self> {
-        Ok(XactIdRow(row.take("xact_id")?))
+        Ok(InProgressRow(
+            row.take::<Option<Vec<i64>>>("in_progress")?
+                .unwrap_or_default(),
+        ))
     }
 }
 

@@ -16,8 +16,8 @@ pub(crate) use client::{
     client_delete, client_heartbeat, client_list, client_next_timeout, client_register,
 };
 pub(crate) use job::{
-    ClientIdRow, CompletedRow, CopyShape, FetchPosition, IdRow, InsertedRow, QueueCountRow,
-    RescuedRow, SetStateParams, SetStateResult, WithXact, XactIdRow, job_cancel,
+    ClientIdRow, CompletedRow, CopyShape, FetchPosition, IdRow, InProgressRow, InsertedRow,
+    QueueCountRow, RescuedRow, SetStateParams, SetStateResult, WithXact, job_cancel,
     job_copy_available, job_delete, job_delete_finalized, job_get_available, job_get_by_id,
     job_get_cancel_requested, job_get_running_clients, job_insert_many, job_insert_one,
     job_insert_plain_many, job_insert_unique_many, job_list, job_list_page, job_notify_committed,

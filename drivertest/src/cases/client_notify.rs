@@ -670,3 +670,85 @@ pub async fn a_rolled_back_held_back_insert_is_looked_at_no_more<H: Harness>() {
     );
     assert_eq!(count_in(&ctx, JobState::Available).await, 1);
 }
+
+/// The id of the transaction `exec` runs in (assigning it one).
+async fn xact_id<E: Executor>(exec: &mut E) -> i64 {
+    exec.query_scalar(&Statement::new(
+        "SELECT pg_current_xact_id()::text::bigint AS xact_id",
+    ))
+    .await
+    .unwrap()
+}
+
+/// Runs the commit watcher's look at `watched` (transaction, queue) and returns the transactions
+/// it found in progress (sorted) and how many queues it notified.
+async fn look_at<D: Driver>(ctx: &TestContext<D>, watched: &[(i64, &str)]) -> (Vec<i64>, i64) {
+    let stmt = ctx
+        .stmt(include_str!(
+            "../../../core/sql/job/job_notify_committed.sql"
+        ))
+        .bind(ctx.schema.channel("pgmill_insert"))
+        .bind(watched.iter().map(|(x, _)| *x).collect::<Vec<_>>())
+        .bind(
+            watched
+                .iter()
+                .map(|(_, q)| (*q).to_owned())
+                .collect::<Vec<_>>(),
+        );
+    let mut rows = ctx.conn().await.query(&stmt).await.unwrap();
+    assert_eq!(rows.len(), 1, "a look returns one row");
+    let mut in_progress = rows[0]
+        .take::<Option<Vec<i64>>>("in_progress")
+        .unwrap()
+        .unwrap_or_default();
+    in_progress.sort_unstable();
+    (in_progress, rows[0].take("num_notified").unwrap())
+}
+
+/// The commit watcher's look tells transactions still open from ended ones: an open transaction
+/// and one past every id the server has completed (the newest ones are there, and so is one the
+/// server has yet to assign) are in progress and looked at again; a committed one is settled and
+/// its queue notified; a rolled-back one is settled without a notification. When the open one
+/// commits, the next look settles it and notifies its queue.
+pub async fn the_commit_watchers_look_tells_open_transactions_from_ended_ones<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let mut l = insert_listener::<H>(&ctx).await;
+    let mut open_conn = ctx.conn().await;
+    let mut open = open_conn.begin().await.unwrap();
+    let open_id = xact_id(&mut open).await;
+    let mut conn = ctx.conn().await;
+    let mut tx = conn.begin().await.unwrap();
+    let committed = xact_id(&mut tx).await;
+    tx.commit().await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    let rolled_back = xact_id(&mut tx).await;
+    tx.rollback().await.unwrap();
+    let unassigned: i64 = conn
+        .query_scalar(&Statement::new(
+            "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint + 1000000 AS x",
+        ))
+        .await
+        .unwrap();
+    let (in_progress, notified) = look_at(
+        &ctx,
+        &[
+            (open_id, "q_open"),
+            (committed, "q_committed"),
+            (rolled_back, "q_rolled_back"),
+            (unassigned, "q_unassigned"),
+        ],
+    )
+    .await;
+    assert_eq!(in_progress, [open_id, unassigned]);
+    assert_eq!(notified, 1);
+    assert_eq!(
+        insert_payloads_until_marker::<H>(&ctx, &mut l).await,
+        ["q_committed"]
+    );
+    open.commit().await.unwrap();
+    assert_eq!(look_at(&ctx, &[(open_id, "q_open")]).await, (vec![], 1));
+    assert_eq!(
+        insert_payloads_until_marker::<H>(&ctx, &mut l).await,
+        ["q_open"]
+    );
+}
