@@ -683,18 +683,15 @@ async fn xact_id<E: Executor>(exec: &mut E) -> i64 {
 /// Runs the commit watcher's look at `watched` (transaction, queue) and returns the transactions
 /// it found in progress (sorted) and how many queues it notified.
 async fn look_at<D: Driver>(ctx: &TestContext<D>, watched: &[(i64, &str)]) -> (Vec<i64>, i64) {
+    let (ids, queues): (Vec<i64>, Vec<String>) =
+        watched.iter().map(|(x, q)| (*x, (*q).to_owned())).unzip();
     let stmt = ctx
         .stmt(include_str!(
             "../../../core/sql/job/job_notify_committed.sql"
         ))
         .bind(ctx.schema.channel("pgmill_insert"))
-        .bind(watched.iter().map(|(x, _)| *x).collect::<Vec<_>>())
-        .bind(
-            watched
-                .iter()
-                .map(|(_, q)| (*q).to_owned())
-                .collect::<Vec<_>>(),
-        );
+        .bind(ids)
+        .bind(queues);
     let mut rows = ctx.conn().await.query(&stmt).await.unwrap();
     assert_eq!(rows.len(), 1, "a look returns one row");
     let mut in_progress = rows[0]
