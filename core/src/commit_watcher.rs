@@ -184,14 +184,16 @@ async fn watch_loop<D: Driver>(
         let looked = with_timeout("commit watch", async {
             ConnectionLease::acquire(&driver)
                 .await?
-                .query_as::<InProgressRow>(&stmt)
+                .query_opt::<InProgressRow>(&stmt)
                 .await
         })
         .await;
         // The transactions still in progress; every other one looked at is settled. `None` when
         // the look failed: all are looked at again later (meanwhile the poll finds the jobs).
         let in_progress: Option<FastSet<i64>> = match looked {
-            Ok(rows) => Some(rows.into_iter().flat_map(|InProgressRow(x)| x).collect()),
+            Ok(row) => {
+                Some(row.map_or_else(FastSet::default, |InProgressRow(x)| x.into_iter().collect()))
+            }
             Err(e) => {
                 debug!(error = %e, "cannot look at inserting transactions");
                 None

@@ -10,9 +10,10 @@
 -- up on it.) The queues of the committed ones are each notified once. Run on its own
 -- (autocommit), so the notifications are delivered after the commits they announce. Reads no
 -- table: only the transactions' status, against one snapshot taken once.
--- Returns one row: the transactions still in progress (in_progress, NULL when none), which are
--- looked at again; every other one given is settled. A look comes after most of them ended, so
--- this is the short list, and the row is read however few are left.
+-- Returns one row: the transactions still in progress (in_progress, NULL when none; one that
+-- inserted into several of the queues given is listed once for each), which are looked at
+-- again; every other one given is settled. A look comes after most of them ended, so this is the
+-- short list, and the row is read however few are left.
 -- $1: the insert channel, '<schema>.pgmill_insert'
 -- $2: ids of the inserting transactions
 -- $3: the queue of each
@@ -30,7 +31,7 @@ watched AS (
 )
 SELECT p.in_progress AS in_progress, n.num_notified AS num_notified
 FROM (
-    SELECT array_agg(DISTINCT xact_id) AS in_progress FROM watched WHERE status = 'in progress'
+    SELECT array_agg(xact_id) AS in_progress FROM watched WHERE status = 'in progress'
 ) AS p
 CROSS JOIN (
     SELECT count(pg_notify($1::text, q.queue)) AS num_notified
