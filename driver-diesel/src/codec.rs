@@ -26,7 +26,7 @@ use diesel::sql_types::{
     Timestamp, Timestamptz, Untyped,
 };
 use diesel::{PgConnection, QueryResult, RunQueryDsl};
-use pgmill::driver::{ColumnType, PgType, Row, RowView, Statement, Value, interval};
+use pgmill::driver::{ColumnType, PgType, Row, RowView, Statement, Value, interval, timestamp};
 use pgmill::{DbError, DbErrorKind, Error, Result};
 
 use crate::error::query_error;
@@ -335,10 +335,9 @@ fn decode(value: PgValue<'_>) -> deserialize::Result<Value> {
         ColumnType::Json => {
             Value::Jsonb(<serde_json::Value as FromSql<Json, Pg>>::from_sql(value)?)
         }
-        ColumnType::Timestamptz => Value::Timestamptz(<DateTime<Utc> as FromSql<
-            Timestamptz,
-            Pg,
-        >>::from_sql(value)?),
+        // Core's reader of the binary format (diesel's results are binary) takes fewer steps than
+        // diesel's `chrono` decoder.
+        ColumnType::Timestamptz => Value::Timestamptz(timestamp::from_binary(value.as_bytes())?),
         ColumnType::Timestamp => Value::Timestamptz(
             <NaiveDateTime as FromSql<Timestamp, Pg>>::from_sql(value)?.and_utc(),
         ),

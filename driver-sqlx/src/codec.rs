@@ -7,11 +7,11 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use pgmill::Result;
 use pgmill::driver::{
     ColumnType, PgType, Row, RowView, Statement, Value, decode_each, decode_result, decode_values,
-    interval,
+    interval, timestamp,
 };
 use sqlx::error::BoxDynError;
 use sqlx::postgres::types::PgInterval;
-use sqlx::postgres::{PgArguments, PgRow, PgValueRef};
+use sqlx::postgres::{PgArguments, PgRow, PgValueFormat, PgValueRef};
 use sqlx::query::Query;
 use sqlx::types::Json;
 use sqlx::{AssertSqlSafe, Column as _, Decode, Postgres, Row as _, TypeInfo as _, ValueRef as _};
@@ -162,7 +162,9 @@ impl RowView for LibraryRow<'_> {
     }
 
     fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
-        self.typed(i, &[ColumnType::Timestamptz])
+        Ok(self
+            .typed::<PgTimestamptz>(i, &[ColumnType::Timestamptz])?
+            .map(|t| t.0))
     }
 
     fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
@@ -218,7 +220,7 @@ fn decode_value(ty: ColumnType, raw: PgValueRef<'_>) -> Result<Value, BoxDynErro
         ColumnType::Jsonb | ColumnType::Json => {
             Value::Jsonb(decode::<Json<serde_json::Value>>(raw)?.0)
         }
-        ColumnType::Timestamptz => Value::Timestamptz(decode(raw)?),
+        ColumnType::Timestamptz => Value::Timestamptz(decode::<PgTimestamptz>(raw)?.0),
         ColumnType::Timestamp => Value::Timestamptz(decode::<NaiveDateTime>(raw)?.and_utc()),
         ColumnType::Interval => {
             let i: PgInterval = decode(raw)?;
@@ -230,6 +232,20 @@ fn decode_value(ty: ColumnType, raw: PgValueRef<'_>) -> Result<Value, BoxDynErro
         ColumnType::TimestamptzArray => Value::TimestamptzArray(decode(raw)?),
         other => return Err(format!("no sqlx decoding for {other:?} columns").into()),
     })
+}
+
+/// A `timestamptz` column: in the binary format (every prepared statement's results) read through
+/// core's [`timestamp`] module, which takes fewer steps than sqlx's `chrono` decoder; in the text
+/// format (simple queries) read by sqlx.
+struct PgTimestamptz(DateTime<Utc>);
+
+impl<'r> Decode<'r, Postgres> for PgTimestamptz {
+    fn decode(raw: PgValueRef<'r>) -> Result<Self, BoxDynError> {
+        Ok(PgTimestamptz(match raw.format() {
+            PgValueFormat::Binary => timestamp::from_binary(raw.as_bytes()?)?,
+            PgValueFormat::Text => DateTime::<Utc>::decode(raw)?,
+        }))
+    }
 }
 
 fn decode<'r, T: Decode<'r, Postgres>>(raw: PgValueRef<'r>) -> Result<T, BoxDynError> {

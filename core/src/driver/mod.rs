@@ -21,6 +21,7 @@ mod listener;
 mod row;
 pub mod sqlstate;
 mod statement;
+pub mod timestamp;
 mod value;
 
 use std::future::Future;

@@ -190,6 +190,28 @@ pub async fn rows_read_in_place_read_each_type_and_refuse_others<H: Harness>() {
         .await
         .expect_err("fewer columns than the result has");
     assert!(matches!(renamed, pgmill::Error::Decode { .. }), "{renamed}");
+
+    // Times before Postgres's epoch (2000) count back from it; `infinity` has no UTC time, read in
+    // place or whole, and is an error naming its column.
+    let edges = Statement::new(
+        "SELECT timestamptz '1999-12-31 23:59:59.999999+00' AS before, \
+         timestamptz 'infinity' AS never",
+    );
+    let before = conn
+        .query_with(&edges, |row| row.read::<chrono::DateTime<chrono::Utc>>(0))
+        .await
+        .unwrap();
+    assert_eq!(
+        before[0].to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "1999-12-31T23:59:59.999999Z"
+    );
+    let never = conn
+        .query_with(&edges, |row| row.read::<chrono::DateTime<chrono::Utc>>(1))
+        .await
+        .expect_err("infinity read in place");
+    assert!(never.to_string().contains("never"), "{never}");
+    let never = conn.query(&edges).await.expect_err("infinity read whole");
+    assert!(never.to_string().contains("never"), "{never}");
     let one: i32 = conn
         .query_scalar(&Statement::new("SELECT 1::int AS one"))
         .await
