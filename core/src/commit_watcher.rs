@@ -17,7 +17,10 @@
 //! Transactions are looked at first a few milliseconds after their insert, then at doubling
 //! intervals up to [`MAX_DELAY`], and looks are at least [`MIN_LOOK_INTERVAL`] apart. A look at
 //! one transaction of a queue looks at every transaction watched in that queue, so one statement
-//! settles them all and notifies their queue once.
+//! settles them all and notifies their queue once. A transaction's later inserts may reach the
+//! watcher only after the look that settled it was sent (they were handed over while it was on
+//! its way, before the transaction ended); they are dropped, so each queue a transaction inserted
+//! into is announced once.
 //! A transaction still open after [`GIVE_UP_AFTER`] is no longer looked at: the producers' poll
 //! finds its jobs if it ever commits.
 
@@ -126,6 +129,12 @@ async fn watch_loop<D: Driver>(
     // The (transaction, queue) pairs in `watched`: a transaction inserting many jobs into a queue
     // is looked at once.
     let mut keys: FastSet<(i64, String)> = FastSet::default();
+    // The pairs the last look settled. A transaction's inserts all hand it over before it ends,
+    // and a look settles it only after it ended, so every pair it sent is in the channel by the
+    // time that look returns; one that was not taken in before the look (sent while the look was
+    // on its way) arrives at the next receive, and is dropped here instead of being watched and
+    // announced a second time.
+    let mut just_settled: FastSet<(i64, String)> = FastSet::default();
     let mut last_look: Option<Instant> = None;
     loop {
         let next = watched
@@ -145,7 +154,9 @@ async fn watch_loop<D: Driver>(
             Some(at) if at <= earliest_arrival_look => tokio::time::sleep_until(at).await,
             _ => tokio::select! {
                 sent = rx.recv() => match sent {
-                    Some(sent) => arrive(&mut watched, &mut keys, sent, Instant::now()),
+                    Some(sent) => {
+                        arrive(&mut watched, &mut keys, &just_settled, sent, Instant::now());
+                    }
                     None => return,
                 },
                 () = sleep_until(next), if next.is_some() => {}
@@ -153,8 +164,9 @@ async fn watch_loop<D: Driver>(
         }
         let now = Instant::now();
         while let Ok(sent) = rx.try_recv() {
-            arrive(&mut watched, &mut keys, sent, now);
+            arrive(&mut watched, &mut keys, &just_settled, sent, now);
         }
+        just_settled.clear();
         if last_look.is_some_and(|l| now < l + MIN_LOOK_INTERVAL) {
             // Woken by an arrival before the next look may run.
             continue;
@@ -208,7 +220,11 @@ async fn watch_loop<D: Driver>(
                 .as_ref()
                 .is_some_and(|open| !open.contains(&w.xact_id));
             if settled || now.duration_since(w.since) >= GIVE_UP_AFTER {
-                keys.remove(&(w.xact_id, std::mem::take(&mut w.queue)));
+                let key = (w.xact_id, std::mem::take(&mut w.queue));
+                keys.remove(&key);
+                if settled {
+                    just_settled.insert(key);
+                }
                 return false;
             }
             if w.next <= now {
@@ -219,15 +235,54 @@ async fn watch_loop<D: Driver>(
     }
 }
 
-/// Watches `sent` (a transaction and a queue it inserted into) unless it is watched already.
+/// Watches `sent` (a transaction and a queue it inserted into) unless it is watched already or
+/// the last look settled it.
 fn arrive(
     watched: &mut Vec<Watched>,
     keys: &mut FastSet<(i64, String)>,
+    just_settled: &FastSet<(i64, String)>,
     sent: (i64, String),
     now: Instant,
 ) {
-    if keys.insert(sent.clone()) {
+    if !just_settled.contains(&sent) && keys.insert(sent.clone()) {
         watched.push(Watched::new(sent, now));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pair_the_last_look_settled_is_not_watched_again() {
+        let now = Instant::now();
+        let mut watched = Vec::new();
+        let mut keys = FastSet::default();
+        let mut just_settled = FastSet::default();
+        just_settled.insert((7, "default".to_owned()));
+        let mut send = |sent: (i64, &str), just_settled: &FastSet<(i64, String)>| {
+            arrive(
+                &mut watched,
+                &mut keys,
+                just_settled,
+                (sent.0, sent.1.to_owned()),
+                now,
+            );
+        };
+        // Settled by the last look: its queue was notified, or its transaction rolled back.
+        send((7, "default"), &just_settled);
+        // The same transaction's insert into a queue that look did not settle, and another
+        // transaction: both watched, each once.
+        send((7, "other"), &just_settled);
+        send((8, "default"), &just_settled);
+        send((8, "default"), &just_settled);
+        // After the receive that follows the look, the pair is an ordinary arrival again.
+        send((7, "default"), &FastSet::default());
+        let pairs: Vec<(i64, &str)> = watched
+            .iter()
+            .map(|w| (w.xact_id, w.queue.as_str()))
+            .collect();
+        assert_eq!(pairs, [(7, "other"), (8, "default"), (7, "default")]);
     }
 }
 
