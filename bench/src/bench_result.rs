@@ -367,7 +367,8 @@ impl BenchResult {
 }
 
 /// For w3 at several depths: each driver's cost per job at its deepest queue relative to its
-/// shallowest, per worker count (target: within 20 %).
+/// shallowest, per worker count (target: within 20 %), with the most of the CPU stolen during
+/// each of the two.
 pub(crate) fn depth_lines(results: &[BenchResult]) -> Vec<String> {
     let mut lines = Vec::new();
     for r in results
@@ -384,8 +385,17 @@ pub(crate) fn depth_lines(results: &[BenchResult]) -> Vec<String> {
             && let (Some(deep), Some(shallow)) = (r.figure.jobs_per_s(), s.figure.jobs_per_s())
         {
             let growth = shallow / deep.max(1e-9);
+            // Runs disturbed unequally by the hypervisor make the growth say little of depth.
+            let stolen = match (r.figure.most_stolen(), s.figure.most_stolen()) {
+                (Some(d), Some(s)) => format!(
+                    "; at most {:.0} % and {:.0} % of the CPU stolen",
+                    d * 100.0,
+                    s * 100.0
+                ),
+                _ => String::new(),
+            };
             lines.push(format!(
-                "w3_work depth, {} with {} workers: {:.1} us/job at {} queued, {:.1} at {}: x{growth:.2} ({} within 20 %)",
+                "w3_work depth, {} with {} workers: {:.1} us/job at {} queued, {:.1} at {}: x{growth:.2} ({} within 20 %{stolen})",
                 r.driver,
                 r.scenario.workers(),
                 1e6 / deep.max(1e-9),
@@ -710,6 +720,13 @@ mod tests {
         let lines = depth_lines(&[at(1000, 100), at(10_000, 1500)]);
         assert_eq!(lines.len(), 1);
         assert!(lines[0].contains("x1.50 (MISSED"), "{}", lines[0]);
+        // The deep run's stolen share first, then the shallow one's (the helper steals 1 ‰ of
+        // the CPU per ms of a run).
+        assert!(
+            lines[0].ends_with("at most 150 % and 10 % of the CPU stolen)"),
+            "{}",
+            lines[0]
+        );
     }
 
     #[test]
