@@ -4,7 +4,7 @@
 //! `i64`; `infinity` and `-infinity` are that type's largest and smallest values. [`from_binary`]
 //! reads one as a UTC time with a single offset from the Unix epoch, where the libraries' own
 //! decoders build the year 2000 from its calendar date and add a duration to it for every value
-//! (about four times the work; a claim reads two per job).
+//! (about twice the work; a claim reads two per job).
 
 use chrono::{DateTime, Utc};
 
