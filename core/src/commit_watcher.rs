@@ -249,6 +249,12 @@ fn arrive(
     }
 }
 
+async fn sleep_until(at: Option<Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,11 +289,5 @@ mod tests {
             .map(|w| (w.xact_id, w.queue.as_str()))
             .collect();
         assert_eq!(pairs, [(7, "other"), (8, "default"), (7, "default")]);
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at).await;
     }
 }
