@@ -37,6 +37,7 @@ macro_rules! queries {
 
 queries! {
     ClientDelete => "client/client_delete.sql",
+    ClientDeleteExpired => "client/client_delete_expired.sql",
     ClientHeartbeat => "client/client_heartbeat.sql",
     ClientList => "client/client_list.sql",
     ClientNextTimeout => "client/client_next_timeout.sql",

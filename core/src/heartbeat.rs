@@ -171,7 +171,7 @@ impl<D: Driver> Heartbeat<D> {
             })
             .await;
             if !matches!(result, Ok(Ok(_))) {
-                warn!("could not remove the client row; it expires");
+                warn!("could not remove the client row; the leader deletes it after the client retention");
             }
         }
         .instrument(span)

@@ -276,6 +276,7 @@ macro_rules! __conformance_cases {
                 live_jobs_are_rescued_only_past_the_hard_deadline,
                 missing_client_rows_get_a_grace_period,
                 cleaner_deletes_finalized_jobs_past_retention, queue_cleaner_removes_stale_queues,
+                rows_of_long_dead_clients_are_deleted_once_their_jobs_are_rescued,
                 failing_services_recover_and_the_client_keeps_working,
             }
             periodic {

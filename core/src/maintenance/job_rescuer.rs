@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, info, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
@@ -15,8 +15,8 @@ use crate::engine_metrics::{JOBS_RESCUED, MetricsSink};
 use crate::error::{Error, Result};
 use crate::job::JobState;
 use crate::query::{
-    ClientIdRow, RescuedRow, client_next_timeout, job_get_running_clients, job_notify_insert,
-    job_rescue,
+    ClientIdRow, RescuedRow, client_delete_expired, client_next_timeout, job_get_running_clients,
+    job_notify_insert, job_rescue,
 };
 use crate::schema::Schema;
 
@@ -26,6 +26,8 @@ pub const DEFAULT_RESCUER_INTERVAL: Duration = Duration::from_secs(5);
 pub const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(15);
 /// Default [`JobRescuerConfig::rescue_after`].
 pub const DEFAULT_RESCUE_AFTER: Duration = Duration::from_secs(3600);
+/// Default [`JobRescuerConfig::client_retention`].
+pub const DEFAULT_CLIENT_RETENTION: Duration = Duration::from_secs(3600);
 
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long past a client's timeout the pass that rescues its jobs runs (the query compares
@@ -51,7 +53,12 @@ pub struct JobRescuerConfig {
     /// Running jobs of live clients are rescued only after running this long: set it above your
     /// longest job timeout. Default 1 h.
     pub rescue_after: Duration,
-    /// Most jobs one query rescues. Default 1,000.
+    /// How long the row of a client that stopped heartbeating (killed, or stopped without
+    /// removing it) stays, so `pgmill clients` and the dashboard still show it as not live.
+    /// After that the rescuer deletes it, once no running job names the client as its attempter.
+    /// At least `client_timeout`. Default 1 h.
+    pub client_retention: Duration,
+    /// Most jobs one query rescues, and most client rows one query deletes. Default 1,000.
     pub limit: usize,
 }
 
@@ -61,6 +68,7 @@ impl Default for JobRescuerConfig {
             interval: DEFAULT_RESCUER_INTERVAL,
             client_timeout: DEFAULT_CLIENT_TIMEOUT,
             rescue_after: DEFAULT_RESCUE_AFTER,
+            client_retention: DEFAULT_CLIENT_RETENTION,
             limit: 1_000,
         }
     }
@@ -74,11 +82,14 @@ pub struct JobRescuerRunOnceResult {
     pub num_jobs_rescued: usize,
     /// Jobs discarded because they had no attempts left.
     pub num_jobs_discarded: usize,
+    /// Rows of clients dead for longer than the retention, deleted.
+    pub num_clients_deleted: usize,
 }
 
 /// Rescues running jobs of dead clients (heartbeat expired, or row missing past a grace period)
 /// and jobs past the hard deadline: available again, or discarded when out of attempts, with the
-/// reason recorded. It never looks at kinds, so it never discards a job for its kind.
+/// reason recorded. It never looks at kinds, so it never discards a job for its kind. It also
+/// deletes the rows of clients dead for longer than [`JobRescuerConfig::client_retention`].
 #[derive(Debug, Clone)]
 pub struct JobRescuer<D: Driver> {
     driver: D,
@@ -93,7 +104,8 @@ impl<D: Driver> JobRescuer<D> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] for zero intervals or limit.
+    /// [`Error::InvalidConfig`] for zero intervals or limit, or a client retention shorter than
+    /// the client timeout.
     pub fn new(driver: D, schema: Schema, config: JobRescuerConfig) -> Result<Self> {
         if config.interval.is_zero()
             || config.client_timeout.is_zero()
@@ -102,6 +114,11 @@ impl<D: Driver> JobRescuer<D> {
         {
             return Err(Error::InvalidConfig(
                 "rescuer interval, client_timeout, rescue_after and limit must be positive".into(),
+            ));
+        }
+        if config.client_retention < config.client_timeout {
+            return Err(Error::InvalidConfig(
+                "the rescuer's client_retention must be at least its client_timeout".into(),
             ));
         }
         Ok(JobRescuer {
@@ -181,6 +198,16 @@ impl<D: Driver> JobRescuer<D> {
                     .await?;
             }
             if rows.len() < self.config.limit {
+                break;
+            }
+        }
+        let retention = TimeDelta::from_std(self.config.client_retention).unwrap_or(TimeDelta::MAX);
+        let stmt = client_delete_expired(&self.schema, retention, self.config.limit);
+        loop {
+            let deleted: i64 = conn.query_scalar(&stmt).await?;
+            let deleted = usize::try_from(deleted).unwrap_or(0);
+            result.num_clients_deleted += deleted;
+            if deleted < self.config.limit {
                 return Ok(result);
             }
         }
@@ -219,12 +246,21 @@ impl<D: Driver> JobRescuer<D> {
         async move {
             loop {
                 match self.run_once().await {
-                    Ok(r) if r.num_jobs_rescued + r.num_jobs_discarded > 0 => info!(
-                        num_jobs_rescued = r.num_jobs_rescued,
-                        num_jobs_discarded = r.num_jobs_discarded,
-                        "rescued jobs of dead clients"
-                    ),
-                    Ok(_) => {}
+                    Ok(r) => {
+                        if r.num_jobs_rescued + r.num_jobs_discarded > 0 {
+                            info!(
+                                num_jobs_rescued = r.num_jobs_rescued,
+                                num_jobs_discarded = r.num_jobs_discarded,
+                                "rescued jobs of dead clients"
+                            );
+                        }
+                        if r.num_clients_deleted > 0 {
+                            debug!(
+                                num_clients_deleted = r.num_clients_deleted,
+                                "deleted rows of dead clients"
+                            );
+                        }
+                    }
                     Err(e) => warn!(error = %e, "job rescuer pass failed"),
                 }
                 let pause = self.next_pass_in().await;

@@ -22,8 +22,8 @@ pub use job_cleaner::{
     JobCleaner, JobCleanerConfig, JobCleanerRunOnceResult,
 };
 pub use job_rescuer::{
-    DEFAULT_CLIENT_TIMEOUT, DEFAULT_RESCUE_AFTER, DEFAULT_RESCUER_INTERVAL, JobRescuer,
-    JobRescuerConfig, JobRescuerRunOnceResult,
+    DEFAULT_CLIENT_RETENTION, DEFAULT_CLIENT_TIMEOUT, DEFAULT_RESCUE_AFTER,
+    DEFAULT_RESCUER_INTERVAL, JobRescuer, JobRescuerConfig, JobRescuerRunOnceResult,
 };
 pub use job_scheduler::{
     DEFAULT_SCHEDULER_INTERVAL, DEFAULT_SCHEDULER_LIMIT, JobScheduler, JobSchedulerConfig,

@@ -43,6 +43,19 @@ pub(crate) fn client_delete(schema: &Schema, id: &str) -> Statement {
     schema.statement(Query::ClientDelete).bind(id)
 }
 
+/// Deletes at most `limit` rows of clients whose heartbeat is older than `retention` and that run
+/// no job; returns how many (`num_deleted`).
+pub(crate) fn client_delete_expired(
+    schema: &Schema,
+    retention: TimeDelta,
+    limit: usize,
+) -> Statement {
+    schema
+        .statement(Query::ClientDeleteExpired)
+        .bind(micros(retention))
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
 pub(crate) fn client_list(schema: &Schema, live_within: TimeDelta) -> Statement {
     schema
         .statement(Query::ClientList)

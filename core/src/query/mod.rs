@@ -13,7 +13,8 @@ mod queue_activity;
 
 pub use client::ClientRow;
 pub(crate) use client::{
-    client_delete, client_heartbeat, client_list, client_next_timeout, client_register,
+    client_delete, client_delete_expired, client_heartbeat, client_list, client_next_timeout,
+    client_register,
 };
 pub(crate) use job::{
     ClientIdRow, CompletedRow, CopyShape, FetchPosition, IdRow, InProgressRow, InsertedRow,

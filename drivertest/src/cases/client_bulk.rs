@@ -165,12 +165,12 @@ pub async fn client_list_shows_queues_liveness_and_the_leader<H: Harness>() {
             .any(|c| c.id == "worker-1")
     })
     .await;
-    // A row left behind by a client that died an hour ago.
+    // A row left behind by a client that died 55 minutes ago (within the rescuer's retention).
     ctx.conn()
         .await
         .execute(&ctx.stmt(
             "INSERT INTO {schema}.pgmill_client (id, hostname, pid, heartbeat_at) \
-             VALUES ('dead', 'gone', 1, now() - interval '1 hour')",
+             VALUES ('dead', 'gone', 1, now() - interval '55 minutes')",
         ))
         .await
         .unwrap();

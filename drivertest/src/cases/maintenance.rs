@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use pgmill::driver::Executor;
+use pgmill::driver::{Executor, Transaction};
 use pgmill::maintenance::{
     JobCleaner, JobCleanerConfig, JobRescuer, JobRescuerConfig, QueueCleaner, QueueCleanerConfig,
 };
@@ -217,6 +217,103 @@ pub async fn queue_cleaner_removes_stale_queues<H: Harness>() {
         .map(|q| q.name)
         .collect();
     assert_eq!(names, ["fresh"]);
+}
+
+/// The rescuer deletes the rows of clients dead for longer than the client retention, once no
+/// running job names them as its attempter (a locked one it cannot rescue keeps its client's row
+/// until the next pass), and keeps live clients, recently dead ones and those still running jobs.
+/// A retention shorter than the client timeout is refused.
+pub async fn rows_of_long_dead_clients_are_deleted_once_their_jobs_are_rescued<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_client (id, hostname, pid, heartbeat_at) VALUES \
+         ('live', 'h', 1, now()), \
+         ('recently-dead', 'h', 2, now() - interval '50 minutes'), \
+         ('long-dead', 'h', 3, now() - interval '2 hours'), \
+         ('long-dead-busy', 'h', 4, now() - interval '2 hours'), \
+         ('long-dead-earlier-attempt', 'h', 5, now() - interval '2 hours'), \
+         ('live-busy', 'h', 6, now())",
+    ))
+    .await;
+    let client = test_client(&ctx).build().unwrap();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(client.insert(Task { n }).await.unwrap().id.0);
+    }
+    // The dead client's running job; a running job whose current attempt is a live client's after
+    // an earlier attempt by a dead one; a finished job of the long-dead client.
+    ctx.script(&ctx.schema.render(&format!(
+        "UPDATE {{schema}}.pgmill_job SET state = 'running', attempt = 1, attempted_at = now(), \
+             attempted_by = ARRAY['long-dead-busy'], claim_token = 7 WHERE id = {}; \
+         UPDATE {{schema}}.pgmill_job SET state = 'running', attempt = 2, attempted_at = now(), \
+             attempted_by = ARRAY['long-dead-earlier-attempt', 'live-busy'], claim_token = 8 \
+             WHERE id = {}; \
+         UPDATE {{schema}}.pgmill_job SET state = 'completed', attempt = 1, finalized_at = now(), \
+             attempted_at = now(), attempted_by = ARRAY['long-dead'] WHERE id = {}",
+        ids[0], ids[1], ids[2]
+    )))
+    .await;
+    let rows = async || -> String {
+        ctx.conn()
+            .await
+            .query_scalar(&ctx.stmt(
+                "SELECT coalesce(string_agg(id, ' ' ORDER BY id), '') FROM {schema}.pgmill_client",
+            ))
+            .await
+            .unwrap()
+    };
+    let rescuer = JobRescuer::new(
+        ctx.driver.clone(),
+        ctx.schema.clone(),
+        JobRescuerConfig::default(),
+    )
+    .unwrap();
+
+    // The dead client's job is locked: the pass cannot rescue it, so its client's row stays.
+    let mut conn = ctx.conn().await;
+    let mut lock = conn.begin().await.unwrap();
+    lock.execute(
+        &ctx.stmt("SELECT id FROM {schema}.pgmill_job WHERE id = $1::bigint FOR UPDATE")
+            .bind(ids[0]),
+    )
+    .await
+    .unwrap();
+    let pass = rescuer.run_once().await.unwrap();
+    assert_eq!((pass.num_jobs_rescued, pass.num_clients_deleted), (0, 2));
+    assert_eq!(rows().await, "live live-busy long-dead-busy recently-dead");
+    lock.rollback().await.unwrap();
+    drop(conn);
+
+    let pass = rescuer.run_once().await.unwrap();
+    assert_eq!((pass.num_jobs_rescued, pass.num_clients_deleted), (1, 1));
+    assert_eq!(rows().await, "live live-busy recently-dead");
+    assert_eq!(
+        client
+            .job_get(pgmill::JobId(ids[0]))
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        JobState::Available
+    );
+    assert_eq!(
+        client
+            .job_get(pgmill::JobId(ids[1]))
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
+        JobState::Running
+    );
+    let pass = rescuer.run_once().await.unwrap();
+    assert_eq!((pass.num_jobs_rescued, pass.num_clients_deleted), (0, 0));
+
+    let mut short = JobRescuerConfig::default();
+    short.client_retention = short.client_timeout - Duration::from_millis(1);
+    let refused = JobRescuer::new(ctx.driver.clone(), ctx.schema.clone(), short.clone());
+    assert!(matches!(refused, Err(pgmill::Error::InvalidConfig(_))));
+    let refused = test_client(&ctx).rescuer(short).build();
+    assert!(matches!(refused, Err(pgmill::Error::InvalidConfig(_))));
 }
 
 /// A service that keeps failing (its table is gone for a while) logs and retries, a panicking one
