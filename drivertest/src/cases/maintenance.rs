@@ -287,24 +287,12 @@ pub async fn rows_of_long_dead_clients_are_deleted_once_their_jobs_are_rescued<H
     let pass = rescuer.run_once().await.unwrap();
     assert_eq!((pass.num_jobs_rescued, pass.num_clients_deleted), (1, 1));
     assert_eq!(rows().await, "live live-busy recently-dead");
-    assert_eq!(
-        client
-            .job_get(pgmill::JobId(ids[0]))
-            .await
-            .unwrap()
-            .unwrap()
-            .state,
-        JobState::Available
-    );
-    assert_eq!(
-        client
-            .job_get(pgmill::JobId(ids[1]))
-            .await
-            .unwrap()
-            .unwrap()
-            .state,
-        JobState::Running
-    );
+    let state_of = async |id: i64| {
+        let job = client.job_get(pgmill::JobId(id)).await.unwrap();
+        job.unwrap().state
+    };
+    assert_eq!(state_of(ids[0]).await, JobState::Available);
+    assert_eq!(state_of(ids[1]).await, JobState::Running);
     let pass = rescuer.run_once().await.unwrap();
     assert_eq!((pass.num_jobs_rescued, pass.num_clients_deleted), (0, 0));
 
