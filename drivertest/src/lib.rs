@@ -275,7 +275,8 @@ macro_rules! __conformance_cases {
                 jobs_of_a_killed_worker_are_rescued,
                 live_jobs_are_rescued_only_past_the_hard_deadline,
                 missing_client_rows_get_a_grace_period,
-                cleaner_deletes_finalized_jobs_past_retention, queue_cleaner_removes_stale_queues,
+                cleaner_deletes_finalized_jobs_past_retention,
+                cleaner_reads_only_the_jobs_it_deletes, queue_cleaner_removes_stale_queues,
                 rows_of_long_dead_clients_are_deleted_once_their_jobs_are_rescued,
                 failing_services_recover_and_the_client_keeps_working,
             }

@@ -193,6 +193,57 @@ pub async fn cleaner_deletes_finalized_jobs_past_retention<H: Harness>() {
     assert_eq!(count_in(&ctx, JobState::Available).await, 5);
 }
 
+/// The cleaner's statement reads only the rows it deletes: no retained finished job is read and
+/// filtered out, whether the statistics predate the finished rows or not (one scan of the three
+/// states OR-ed together walked every retained row when they did).
+pub async fn cleaner_reads_only_the_jobs_it_deletes<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    // Statistics taken while every job is available, then finished jobs: most still retained.
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_job (kind) SELECT 'k' FROM generate_series(1, 3000);\
+         ANALYZE {schema}.pgmill_job;\
+         INSERT INTO {schema}.pgmill_job (kind, state, finalized_at) \
+         SELECT 'k', s::{schema}.pgmill_job_state, now() - age::interval \
+         FROM (VALUES ('completed', '1 hour', 1000), ('cancelled', '1 hour', 500), \
+                      ('discarded', '3 days', 500), ('completed', '2 days', 30), \
+                      ('cancelled', '2 days', 30), ('discarded', '8 days', 30)) AS v(s, age, n), \
+              generate_series(1, n);\
+         CREATE FUNCTION {schema}.rows_filtered_out(q text, a bigint, b bigint, c bigint, \
+             d bigint) RETURNS bigint LANGUAGE plpgsql AS $f$ \
+         DECLARE plan json; \
+         BEGIN \
+             EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO plan USING a, b, c, d; \
+             RETURN (SELECT coalesce(sum(v::bigint), 0) \
+                 FROM jsonb_path_query(plan::jsonb, 'strict $.**.\"Rows Removed by Filter\"') \
+                 AS v); \
+         END $f$;",
+    ))
+    .await;
+    let sql = ctx.schema.render(include_str!(
+        "../../../core/sql/job/job_delete_finalized.sql"
+    ));
+    let config = JobCleanerConfig::default();
+    let micros = |d: Option<Duration>| d.map(|d| i64::try_from(d.as_micros()).unwrap());
+    let mut conn = ctx.conn().await;
+    let filtered_out = || {
+        ctx.stmt("SELECT {schema}.rows_filtered_out($1, $2, $3, $4, $5) AS n")
+            .bind(sql.clone())
+            .bind(micros(config.completed_retention))
+            .bind(micros(config.cancelled_retention))
+            .bind(micros(config.discarded_retention))
+            .bind(40_i64)
+    };
+    // Each run deletes 40 (the explained statement runs), the first on the old statistics.
+    assert_eq!(conn.query_scalar::<i64>(&filtered_out()).await.unwrap(), 0);
+    ctx.script(&ctx.schema.render("ANALYZE {schema}.pgmill_job"))
+        .await;
+    assert_eq!(conn.query_scalar::<i64>(&filtered_out()).await.unwrap(), 0);
+    assert_eq!(ctx.count("pgmill_job").await, 3000 + 2000 + 90 - 80);
+    let cleaner = JobCleaner::new(ctx.driver.clone(), ctx.schema.clone(), config).unwrap();
+    assert_eq!(cleaner.run_once().await.unwrap().num_jobs_deleted, 10);
+    assert_eq!(ctx.count("pgmill_job").await, 3000 + 2000);
+}
+
 /// The queue cleaner removes queues no producer refreshed within the retention.
 pub async fn queue_cleaner_removes_stale_queues<H: Harness>() {
     let ctx = TestContext::<H::Driver>::migrated::<H>().await;
