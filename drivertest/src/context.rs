@@ -88,6 +88,43 @@ impl<D: Driver> TestContext<D> {
         Statement::new(self.schema.render(sql))
     }
 
+    /// Runs the engine statement `sql` (a `core/sql/` template) under `EXPLAIN ANALYZE`, so it
+    /// takes effect, with `args` (SQL literals, `$1`'s first) in place of its parameters, and
+    /// returns how many rows its scans of `pgmill_job` read and then filtered out: 0 when every
+    /// scan reads only rows its index conditions select.
+    ///
+    /// # Panics
+    ///
+    /// When the statement fails.
+    pub async fn job_rows_filtered_out(&self, sql: &str, args: &[&str]) -> i64 {
+        let mut sql = self.schema.render(sql);
+        // The highest first, so `$1` does not take the front of `$10`.
+        for (i, arg) in args.iter().enumerate().rev() {
+            sql = sql.replace(&format!("${}", i + 1), arg);
+        }
+        self.script(&self.schema.render(
+            "CREATE OR REPLACE FUNCTION {schema}.pgmill_test_job_rows_filtered_out(q text) \
+             RETURNS bigint LANGUAGE plpgsql AS $f$ \
+             DECLARE plan json; \
+             BEGIN \
+                 EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO plan; \
+                 RETURN (SELECT coalesce(sum(v::bigint), 0) FROM jsonb_path_query(plan::jsonb, \
+                     ('strict $.** ? (@.\"Relation Name\" == \"pgmill_job\" \
+                         && exists(@.\"Rows Removed by Filter\"))' \
+                     || '.\"Rows Removed by Filter\"')::jsonpath) AS v); \
+             END $f$",
+        ))
+        .await;
+        let stmt = self
+            .stmt("SELECT {schema}.pgmill_test_job_rows_filtered_out($1) AS n")
+            .bind(sql);
+        self.conn()
+            .await
+            .query_scalar(&stmt)
+            .await
+            .expect("explained statement")
+    }
+
     /// Counts the rows of a table in the test's schema.
     ///
     /// # Panics

@@ -90,6 +90,77 @@ pub async fn list_filters_and_paginates_with_a_cursor<H: Harness>() {
     );
 }
 
+/// Listing a rare state or queue reads only its jobs, however many finished jobs the table keeps
+/// (one scan in id order, the state compared as text, read every row), and pages through them in
+/// id order.
+pub async fn list_of_a_rare_state_or_queue_reads_only_its_jobs<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_job (kind, queue) SELECT 'k', 'busy' FROM generate_series(1, 10);\
+         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
+         SELECT 'k', 'busy', 'completed', now() FROM generate_series(1, 3000);\
+         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
+         SELECT 'k', q, 'discarded', now() FROM unnest(ARRAY['busy', 'rare', 'rare']) AS q;\
+         INSERT INTO {schema}.pgmill_job (kind, queue) VALUES ('k', 'rare'), ('k', 'rare');\
+         ANALYZE {schema}.pgmill_job;",
+    ))
+    .await;
+    let sql = include_str!("../../../core/sql/job/job_list.sql");
+    for args in [
+        ["'{discarded}'", "NULL", "NULL", "NULL", "0", "2"],
+        ["'{running}'", "NULL", "NULL", "NULL", "0", "100"],
+        ["NULL", "'{rare}'", "NULL", "NULL", "0", "100"],
+        [
+            "'{available,discarded}'",
+            "'{rare}'",
+            "NULL",
+            "NULL",
+            "0",
+            "100",
+        ],
+    ] {
+        assert_eq!(ctx.job_rows_filtered_out(sql, &args).await, 0, "{args:?}");
+    }
+    let client = test_client(&ctx).build().unwrap();
+    let list = async |params: JobListParams| {
+        let mut seen = Vec::new();
+        let mut params = params.limit(2);
+        loop {
+            let page = client.job_list(&params).await.unwrap();
+            seen.extend(page.jobs.iter().map(|j| (j.id.0, j.state, j.queue.clone())));
+            match page.next_cursor {
+                Some(c) => params = params.after(c),
+                None => return seen,
+            }
+        }
+    };
+    let discarded = list(JobListParams::new().states([JobState::Discarded])).await;
+    let rare = |id, state| (id, state, "rare".to_owned());
+    assert_eq!(
+        discarded,
+        [
+            (3011, JobState::Discarded, "busy".to_owned()),
+            rare(3012, JobState::Discarded),
+            rare(3013, JobState::Discarded)
+        ]
+    );
+    let in_rare = list(JobListParams::new().queues(["rare"])).await;
+    assert_eq!(
+        in_rare,
+        [
+            rare(3012, JobState::Discarded),
+            rare(3013, JobState::Discarded),
+            rare(3014, JobState::Available),
+            rare(3015, JobState::Available)
+        ]
+    );
+    let tail = list(JobListParams::new().after(JobId(3009))).await;
+    assert_eq!(
+        tail.iter().map(|j| j.0).collect::<Vec<_>>(),
+        (3010..=3015).collect::<Vec<_>>()
+    );
+}
+
 /// Cancel works on jobs not running and leaves running and final jobs alone.
 pub async fn cancel_only_cancels_jobs_not_running<H: Harness>() {
     let ctx = ctx::<H>().await;

@@ -207,37 +207,24 @@ pub async fn cleaner_reads_only_the_jobs_it_deletes<H: Harness>() {
          FROM (VALUES ('completed', '1 hour', 1000), ('cancelled', '1 hour', 500), \
                       ('discarded', '3 days', 500), ('completed', '2 days', 30), \
                       ('cancelled', '2 days', 30), ('discarded', '8 days', 30)) AS v(s, age, n), \
-              generate_series(1, n);\
-         CREATE FUNCTION {schema}.rows_filtered_out(q text, a bigint, b bigint, c bigint, \
-             d bigint) RETURNS bigint LANGUAGE plpgsql AS $f$ \
-         DECLARE plan json; \
-         BEGIN \
-             EXECUTE 'EXPLAIN (ANALYZE, FORMAT JSON) ' || q INTO plan USING a, b, c, d; \
-             RETURN (SELECT coalesce(sum(v::bigint), 0) \
-                 FROM jsonb_path_query(plan::jsonb, 'strict $.**.\"Rows Removed by Filter\"') \
-                 AS v); \
-         END $f$;",
+              generate_series(1, n);",
     ))
     .await;
-    let sql = ctx.schema.render(include_str!(
-        "../../../core/sql/job/job_delete_finalized.sql"
-    ));
     let config = JobCleanerConfig::default();
-    let micros = |d: Option<Duration>| d.map(|d| i64::try_from(d.as_micros()).unwrap());
-    let mut conn = ctx.conn().await;
-    let filtered_out = || {
-        ctx.stmt("SELECT {schema}.rows_filtered_out($1, $2, $3, $4, $5) AS n")
-            .bind(sql.clone())
-            .bind(micros(config.completed_retention))
-            .bind(micros(config.cancelled_retention))
-            .bind(micros(config.discarded_retention))
-            .bind(40_i64)
-    };
+    let micros = |d: Option<Duration>| d.map_or("NULL".to_owned(), |d| d.as_micros().to_string());
+    let args = [
+        micros(config.completed_retention),
+        micros(config.cancelled_retention),
+        micros(config.discarded_retention),
+        "40".to_owned(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let sql = include_str!("../../../core/sql/job/job_delete_finalized.sql");
     // Each run deletes 40 (the explained statement runs), the first on the old statistics.
-    assert_eq!(conn.query_scalar::<i64>(&filtered_out()).await.unwrap(), 0);
+    assert_eq!(ctx.job_rows_filtered_out(sql, &args).await, 0);
     ctx.script(&ctx.schema.render("ANALYZE {schema}.pgmill_job"))
         .await;
-    assert_eq!(conn.query_scalar::<i64>(&filtered_out()).await.unwrap(), 0);
+    assert_eq!(ctx.job_rows_filtered_out(sql, &args).await, 0);
     assert_eq!(ctx.count("pgmill_job").await, 3000 + 2000 + 90 - 80);
     let cleaner = JobCleaner::new(ctx.driver.clone(), ctx.schema.clone(), config).unwrap();
     assert_eq!(cleaner.run_once().await.unwrap().num_jobs_deleted, 10);
