@@ -303,6 +303,7 @@ macro_rules! __conformance_cases {
             client_admin {
                 get_returns_the_job_or_none, list_filters_and_paginates_with_a_cursor,
                 list_of_a_rare_state_or_queue_reads_only_its_jobs,
+                queue_depth_reads_no_finished_job,
                 cancel_only_cancels_jobs_not_running,
                 retry_makes_a_finished_job_available_again,
                 delete_removes_only_jobs_not_running,
