@@ -214,11 +214,7 @@ impl Config {
                 "heartbeat_interval must be shorter than the rescuer's client_timeout".into(),
             );
         }
-        if self.rescuer.client_retention < self.rescuer.client_timeout {
-            return invalid(
-                "the rescuer's client_retention must be at least its client_timeout".into(),
-            );
-        }
+        self.rescuer.check_client_retention()?;
         let mut names = BTreeSet::new();
         for p in &self.periodic_jobs {
             if !names.insert(p.name()) {

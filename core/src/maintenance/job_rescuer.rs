@@ -62,6 +62,18 @@ pub struct JobRescuerConfig {
     pub limit: usize,
 }
 
+impl JobRescuerConfig {
+    /// A client's row outlives its timeout: a retention shorter than the timeout is refused.
+    pub(crate) fn check_client_retention(&self) -> Result<()> {
+        if self.client_retention < self.client_timeout {
+            return Err(Error::InvalidConfig(
+                "the rescuer's client_retention must be at least its client_timeout".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for JobRescuerConfig {
     fn default() -> Self {
         JobRescuerConfig {
@@ -116,11 +128,7 @@ impl<D: Driver> JobRescuer<D> {
                 "rescuer interval, client_timeout, rescue_after and limit must be positive".into(),
             ));
         }
-        if config.client_retention < config.client_timeout {
-            return Err(Error::InvalidConfig(
-                "the rescuer's client_retention must be at least its client_timeout".into(),
-            ));
-        }
+        config.check_client_retention()?;
         Ok(JobRescuer {
             driver,
             schema,
