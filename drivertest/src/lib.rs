@@ -312,6 +312,8 @@ macro_rules! __conformance_cases {
                 bulk_retry_counts_first_and_pages_through_matching_jobs,
                 bulk_cancel_cancels_waiting_jobs_and_tells_running_ones,
                 bulk_delete_leaves_running_jobs, client_list_shows_queues_liveness_and_the_leader,
+                count_and_bulk_of_a_rare_state_or_queue_read_only_its_jobs,
+                bulk_passes_over_a_job_that_stopped_matching_while_it_waited,
                 unserved_queues_are_listed_with_their_counts_and_flagged_in_the_overview,
             }
             client_browse {

@@ -5,7 +5,11 @@
 -- to. A unique job whose key another job holds now (a duplicate inserted after it finished) is
 -- not retried: it would be a second job under the key. Returns the batch's size and last id (the
 -- next cursor), how many rows changed, the running jobs marked for cancellation with their queues,
--- and the queues that got available jobs.
+-- and the queues that got available jobs. The batch's candidates are found state by state, the
+-- state written out (as job_count.sql does), so a batch of a rare state reads only its jobs
+-- however many finished jobs the table keeps; they are locked by id with the filter checked
+-- again, so a job that changed meanwhile and no longer matches is passed over. A new job state
+-- needs its own arm here.
 -- $1: states (text), or NULL
 -- $2: queues, or NULL
 -- $3: kinds, or NULL
@@ -14,17 +18,108 @@
 -- $6: batch size
 -- $7: the action: retry, cancel or delete
 -- $8: the error recorded with a cancellation (a JSON object; its "at" is set to now())
-WITH batch AS (
-    SELECT j.id
+WITH candidate AS (
+    (SELECT j.id AS id
     FROM {schema}.pgmill_job AS j
-    WHERE ($1::text[] IS NULL OR j.state::text = ANY($1::text[]))
+    WHERE j.state = 'available'
+        AND ($1::text[] IS NULL OR 'available' = ANY($1::text[]))
         AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
         AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
         AND j.id > $5::bigint
     ORDER BY j.id
-    LIMIT $6::bigint
-    FOR UPDATE
+    LIMIT $6::bigint)
+    UNION ALL
+    (SELECT j.id AS id
+    FROM {schema}.pgmill_job AS j
+    WHERE j.state = 'scheduled'
+        AND ($1::text[] IS NULL OR 'scheduled' = ANY($1::text[]))
+        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
+        AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
+        AND j.id > $5::bigint
+    ORDER BY j.id
+    LIMIT $6::bigint)
+    UNION ALL
+    (SELECT j.id AS id
+    FROM {schema}.pgmill_job AS j
+    WHERE j.state = 'pending'
+        AND ($1::text[] IS NULL OR 'pending' = ANY($1::text[]))
+        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
+        AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
+        AND j.id > $5::bigint
+    ORDER BY j.id
+    LIMIT $6::bigint)
+    UNION ALL
+    (SELECT j.id AS id
+    FROM {schema}.pgmill_job AS j
+    WHERE j.state = 'running'
+        AND ($1::text[] IS NULL OR 'running' = ANY($1::text[]))
+        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
+        AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
+        AND j.id > $5::bigint
+    ORDER BY j.id
+    LIMIT $6::bigint)
+    UNION ALL
+    (SELECT j.id AS id
+    FROM {schema}.pgmill_job AS j
+    WHERE j.state = 'retryable'
+        AND ($1::text[] IS NULL OR 'retryable' = ANY($1::text[]))
+        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
+        AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
+        AND j.id > $5::bigint
+    ORDER BY j.id
+    LIMIT $6::bigint)
+    UNION ALL
+    (SELECT j.id AS id
+    FROM {schema}.pgmill_job AS j
+    WHERE j.state = 'completed'
+        AND ($1::text[] IS NULL OR 'completed' = ANY($1::text[]))
+        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
+        AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
+        AND j.id > $5::bigint
+    ORDER BY j.id
+    LIMIT $6::bigint)
+    UNION ALL
+    (SELECT j.id AS id
+    FROM {schema}.pgmill_job AS j
+    WHERE j.state = 'cancelled'
+        AND ($1::text[] IS NULL OR 'cancelled' = ANY($1::text[]))
+        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
+        AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
+        AND j.id > $5::bigint
+    ORDER BY j.id
+    LIMIT $6::bigint)
+    UNION ALL
+    (SELECT j.id AS id
+    FROM {schema}.pgmill_job AS j
+    WHERE j.state = 'discarded'
+        AND ($1::text[] IS NULL OR 'discarded' = ANY($1::text[]))
+        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
+        AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
+        AND j.id > $5::bigint
+    ORDER BY j.id
+    LIMIT $6::bigint)
+),
+page AS (
+    SELECT c.id AS id FROM candidate AS c ORDER BY c.id LIMIT $6::bigint
+),
+batch AS (
+    SELECT j.id AS id
+    FROM {schema}.pgmill_job AS j
+    JOIN page AS p ON p.id = j.id
+    WHERE ($1::text[] IS NULL OR j.state::text = ANY($1::text[]))
+        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
+        AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
+        AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
+    ORDER BY j.id
+    FOR UPDATE OF j
 ),
 retried AS (
     UPDATE {schema}.pgmill_job AS j
@@ -73,8 +168,8 @@ deleted AS (
     WHERE $7::text = 'delete' AND j.id = batch.id AND j.state <> 'running'
     RETURNING j.id AS id
 )
-SELECT (SELECT count(*) FROM batch) AS num_matched,
-    (SELECT max(b.id) FROM batch AS b) AS last_id,
+SELECT (SELECT count(*) FROM page) AS num_matched,
+    (SELECT max(p.id) FROM page AS p) AS last_id,
     (SELECT count(*) FROM retried) + (SELECT count(*) FROM cancelled)
         + (SELECT count(*) FROM deleted) AS num_changed,
     coalesce((SELECT array_agg(c.id ORDER BY c.id) FROM cancelled AS c

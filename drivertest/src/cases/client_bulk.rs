@@ -141,6 +141,137 @@ pub async fn bulk_delete_leaves_running_jobs<H: Harness>() {
     );
 }
 
+/// Counting and acting on a rare state or queue read only its jobs, however many finished jobs the
+/// table keeps (checked with `EXPLAIN ANALYZE` of `job_count.sql` and of a `job_bulk.sql` batch
+/// that changes nothing), and count and change exactly the matching jobs.
+pub async fn count_and_bulk_of_a_rare_state_or_queue_read_only_its_jobs<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_job (kind, queue) SELECT 'k', 'busy' FROM generate_series(1, 10);\
+         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
+         SELECT 'k', 'busy', 'completed', now() FROM generate_series(1, 3000);\
+         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
+         SELECT 'k', q, 'discarded', now() FROM unnest(ARRAY['busy', 'rare', 'rare']) AS q;\
+         INSERT INTO {schema}.pgmill_job (kind, queue) VALUES ('k', 'rare'), ('k', 'rare');\
+         ANALYZE {schema}.pgmill_job;",
+    ))
+    .await;
+    let count_sql = include_str!("../../../core/sql/job/job_count.sql");
+    let bulk_sql = include_str!("../../../core/sql/job/job_bulk.sql");
+    for filter in [
+        ["'{discarded}'", "NULL", "NULL", "NULL"],
+        ["'{running}'", "NULL", "NULL", "NULL"],
+        ["NULL", "'{rare}'", "NULL", "NULL"],
+        ["'{available,discarded}'", "'{rare}'", "NULL", "NULL"],
+        ["'{discarded}'", "NULL", "'{k}'", "NULL"],
+    ] {
+        assert_eq!(
+            ctx.job_rows_filtered_out(count_sql, &filter).await,
+            0,
+            "count {filter:?}"
+        );
+        let batch = [&filter[..], &["0", "2", "'none'", "'{}'"]].concat();
+        assert_eq!(
+            ctx.job_rows_filtered_out(bulk_sql, &batch).await,
+            0,
+            "batch {batch:?}"
+        );
+    }
+    let client = test_client(&ctx).build().unwrap();
+    let discarded = JobListParams::new().states([JobState::Discarded]);
+    assert_eq!(client.job_count(&discarded).await.unwrap(), 3);
+    let rare = JobListParams::new().queues(["rare"]);
+    assert_eq!(client.job_count(&rare).await.unwrap(), 4);
+    assert_eq!(
+        client
+            .job_bulk_count(BulkAction::Retry, &rare)
+            .await
+            .unwrap(),
+        2,
+        "available jobs are not retried"
+    );
+    assert_eq!(client.job_count(&JobListParams::new()).await.unwrap(), 3015);
+    let batches = run_bulk(&client, BulkAction::Retry, discarded.clone().limit(2)).await;
+    assert_eq!(batches, [2, 1]);
+    assert_eq!(client.job_count(&discarded).await.unwrap(), 0);
+    assert_eq!(count_in(&ctx, JobState::Available).await, 15);
+}
+
+/// A job that changes while a batch waits for its lock is checked again once the lock is had: one
+/// that no longer matches is passed over, and the batches go on to the rest.
+pub async fn bulk_passes_over_a_job_that_stopped_matching_while_it_waited<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let jobs = client.insert_many(&tasks(4, "q")).await.unwrap();
+    let ids: Vec<JobId> = jobs.iter().map(|j| j.id).collect();
+    set_state(&ctx, &ids, "discarded").await;
+    // Holds the first job's row, changed, until a statement of this schema waits for a lock.
+    ctx.script(&ctx.schema.render(
+        "CREATE FUNCTION {schema}.wait_for_a_lock_waiter(pattern text) RETURNS boolean \
+         LANGUAGE plpgsql AS $f$ \
+         BEGIN \
+             FOR i IN 1..3000 LOOP \
+                 PERFORM pg_stat_clear_snapshot(); \
+                 IF EXISTS (SELECT 1 FROM pg_stat_activity \
+                     WHERE wait_event_type = 'Lock' AND position(pattern IN query) > 0) THEN \
+                     RETURN true; \
+                 END IF; \
+                 PERFORM pg_sleep(0.01); \
+             END LOOP; \
+             RETURN false; \
+         END $f$",
+    ))
+    .await;
+    let holder = vec![
+        ctx.stmt(
+            "UPDATE {schema}.pgmill_job SET state = 'available', finalized_at = NULL \
+             WHERE id = $1::bigint",
+        )
+        .bind(ids[0].0),
+        ctx.stmt("SELECT {schema}.wait_for_a_lock_waiter($1::text) AS waited")
+            .bind(ctx.schema.render("FROM {schema}.pgmill_job AS j")),
+    ];
+    let hold = H::host_transaction(&ctx.url, holder, true);
+    let bulk = async {
+        wait_for("the row to be held", async || {
+            let stmt = ctx
+                .stmt(
+                    "SELECT count(*) AS n FROM pg_stat_activity \
+                     WHERE position($1::text IN query) > 0 AND state = 'active'",
+                )
+                .bind(ctx.schema.render("{schema}.wait_for_a_lock_waiter"));
+            ctx.conn().await.query_scalar::<i64>(&stmt).await.unwrap() > 0
+        })
+        .await;
+        let params = JobListParams::new().states([JobState::Discarded]).limit(2);
+        client.job_bulk(BulkAction::Delete, &params).await.unwrap()
+    };
+    let (held, batch) = tokio::join!(hold, bulk);
+    let held = held.unwrap();
+    let waited: bool = held[1][0].get("waited").unwrap();
+    assert!(waited, "the batch waited for the held row");
+    let rest = match batch.next_cursor {
+        Some(cursor) => {
+            let params = JobListParams::new()
+                .states([JobState::Discarded])
+                .limit(2)
+                .after(cursor);
+            run_bulk(&client, BulkAction::Delete, params).await
+        }
+        None => Vec::new(),
+    };
+    assert_eq!(
+        batch.changed + rest.iter().sum::<u64>(),
+        3,
+        "{batch:?} {rest:?}"
+    );
+    let left = client.job_list(&JobListParams::new()).await.unwrap().jobs;
+    assert_eq!(
+        left.iter().map(|j| (j.id, j.state)).collect::<Vec<_>>(),
+        [(ids[0], JobState::Available)]
+    );
+}
+
 /// The client list shows each registered client with its queues, whether it is live and whether
 /// it leads; a stopped client's row is gone.
 pub async fn client_list_shows_queues_liveness_and_the_leader<H: Harness>() {
