@@ -81,6 +81,15 @@ pub(crate) enum Measurement {
     },
 }
 
+impl Measurement {
+    /// The share (0 to 1) of the machine's CPU time stolen during the run, where it could be read.
+    pub(crate) fn stolen(&self) -> Option<f64> {
+        match self {
+            Measurement::Throughput { stolen, .. } | Measurement::Latency { stolen, .. } => *stolen,
+        }
+    }
+}
+
 /// The figure of one contender on one scenario, over one or more runs.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Figure {

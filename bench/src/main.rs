@@ -29,6 +29,7 @@ mod host_insert;
 mod markdown_table;
 mod percentiles;
 mod progress;
+mod rounds;
 mod stopwatch;
 mod workload;
 
@@ -102,6 +103,12 @@ pub(crate) struct BenchArgs {
     /// again); throughput is the median run, latency percentiles pool every run's samples.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub(crate) repeat: u64,
+    /// A round (every contender once) during which the hypervisor took more than this percentage
+    /// of the machine's CPU (steal time) from any of its runs is run again, up to `--repeat` more
+    /// rounds per scenario; when too few rounds stay within it, the least disturbed are used. The
+    /// rounds set aside are reported. 100 keeps every round.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = percent)]
+    pub(crate) max_stolen: f64,
     /// Skips the hand-written references (to profile one driver alone); results then have no
     /// ratios.
     #[arg(long)]
@@ -116,6 +123,14 @@ pub(crate) struct BenchArgs {
     /// docs/advisory-locks.md).
     #[arg(long)]
     pub(crate) advisory: bool,
+}
+
+/// A percentage, 0 to 100.
+fn percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
+        _ => Err(format!("{s} is not a percentage from 0 to 100")),
+    }
 }
 
 /// Runs the benchmark.
@@ -157,6 +172,7 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
         })
         .collect();
     let mut results: Vec<BenchResult> = Vec::new();
+    let mut set_aside_lines: Vec<String> = Vec::new();
     for workload in args.workloads.iter().copied() {
         let drivers: Vec<(BenchDriver, Variant)> = all_drivers
             .iter()
@@ -186,14 +202,46 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                     });
                 }
             }
+            let repeat = usize::try_from(args.repeat).unwrap_or(usize::MAX);
+            let max_stolen = args.max_stolen / 100.0;
+            let mut ran: Vec<rounds::Round> = Vec::new();
+            let mut quiet = 0;
+            while quiet < repeat && ran.len() < repeat.saturating_mul(2) {
+                let mut round = Vec::with_capacity(references.len() + drivers.len());
+                for reference in &references {
+                    round.push(measure(&db, reference, &scenario, &opts).await?);
+                }
+                for (driver, variant) in &drivers {
+                    round.push(measure_driver(&db, *driver, *variant, &scenario, &opts).await?);
+                }
+                if rounds::disturbed(&round, max_stolen) {
+                    progress::note(&format!(
+                        "{scenario}: {:.0} % of the CPU stolen in a round; running it again",
+                        rounds::most_stolen(&round) * 100.0
+                    ));
+                } else {
+                    quiet += 1;
+                }
+                ran.push(round);
+            }
+            let ran_count = ran.len();
+            let (kept, set_aside) = rounds::keep(ran, repeat, max_stolen);
+            if set_aside > 0 {
+                set_aside_lines.push(format!(
+                    "{scenario}: {set_aside} of {ran_count} rounds set aside (more than {} % of \
+                     the CPU stolen during one of their runs)",
+                    args.max_stolen
+                ));
+            }
             let mut reference_runs: Vec<Vec<Measurement>> = vec![Vec::new(); references.len()];
             let mut driver_runs: Vec<Vec<Measurement>> = vec![Vec::new(); drivers.len()];
-            for _ in 0..args.repeat {
-                for (runs, reference) in reference_runs.iter_mut().zip(&references) {
-                    runs.push(measure(&db, reference, &scenario, &opts).await?);
+            for round in kept {
+                let mut round = round.into_iter();
+                for runs in reference_runs.iter_mut() {
+                    runs.extend(round.next());
                 }
-                for (runs, (driver, variant)) in driver_runs.iter_mut().zip(&drivers) {
-                    runs.push(measure_driver(&db, *driver, *variant, &scenario, &opts).await?);
+                for runs in driver_runs.iter_mut() {
+                    runs.extend(round.next());
                 }
             }
             let mut reference_figures = Vec::new();
@@ -249,15 +297,16 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
             }
         }
     }
-    let depths = depth_lines(&results);
+    let mut notes = depth_lines(&results);
+    notes.extend(set_aside_lines);
     if !json {
         write_stdout(&format!(
             "{}\n{}database: {about}\n",
             results_table(&results).render(),
-            depths.iter().map(|l| format!("{l}\n")).collect::<String>()
+            notes.iter().map(|l| format!("{l}\n")).collect::<String>()
         ));
     } else {
-        for line in depths {
+        for line in notes {
             progress::note(&line);
         }
     }
@@ -395,5 +444,14 @@ mod tests {
         assert_eq!(args.workers, vec![4, 8]);
         assert_eq!(args.depths, vec![100, 1000]);
         assert!(parse(&["--driver", "mysql"]).is_err());
+    }
+
+    #[test]
+    fn max_stolen_is_a_percentage() {
+        assert_eq!(parse(&[]).unwrap().max_stolen, 5.0);
+        assert_eq!(parse(&["--max-stolen", "100"]).unwrap().max_stolen, 100.0);
+        assert!(parse(&["--max-stolen", "101"]).is_err());
+        assert!(parse(&["--max-stolen", "-1"]).is_err());
+        assert!(parse(&["--max-stolen", "some"]).is_err());
     }
 }
