@@ -213,3 +213,19 @@ pub async fn set_state<D: Driver>(ctx: &TestContext<D>, ids: &[JobId], state: &s
         .await
         .unwrap();
 }
+
+/// Fills the test's job table with a busy history and a few rare jobs, then analyzes it: ids 1 to
+/// 10 available in queue `busy`, 11 to 3010 completed in `busy`, 3011 discarded in `busy`, 3012
+/// and 3013 discarded in `rare`, 3014 and 3015 available in `rare`; all of kind `k`.
+pub async fn busy_and_rare_jobs<D: Driver>(ctx: &TestContext<D>) {
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_job (kind, queue) SELECT 'k', 'busy' FROM generate_series(1, 10);\
+         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
+         SELECT 'k', 'busy', 'completed', now() FROM generate_series(1, 3000);\
+         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
+         SELECT 'k', q, 'discarded', now() FROM unnest(ARRAY['busy', 'rare', 'rare']) AS q;\
+         INSERT INTO {schema}.pgmill_job (kind, queue) VALUES ('k', 'rare'), ('k', 'rare');\
+         ANALYZE {schema}.pgmill_job;",
+    ))
+    .await;
+}

@@ -4,7 +4,7 @@ use pgmill::admin::JobListParams;
 use pgmill::driver::Executor;
 use pgmill::{InsertOpts, InsertParams, JobId, JobState};
 
-use crate::scripted::{Task, test_client};
+use crate::scripted::{Task, busy_and_rare_jobs, test_client};
 use crate::{Harness, TestContext, migrated as ctx};
 
 async fn set_state<D: pgmill::driver::Driver>(ctx: &TestContext<D>, id: JobId, state: &str) {
@@ -95,16 +95,7 @@ pub async fn list_filters_and_paginates_with_a_cursor<H: Harness>() {
 /// id order.
 pub async fn list_of_a_rare_state_or_queue_reads_only_its_jobs<H: Harness>() {
     let ctx = ctx::<H>().await;
-    ctx.script(&ctx.schema.render(
-        "INSERT INTO {schema}.pgmill_job (kind, queue) SELECT 'k', 'busy' FROM generate_series(1, 10);\
-         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
-         SELECT 'k', 'busy', 'completed', now() FROM generate_series(1, 3000);\
-         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
-         SELECT 'k', q, 'discarded', now() FROM unnest(ARRAY['busy', 'rare', 'rare']) AS q;\
-         INSERT INTO {schema}.pgmill_job (kind, queue) VALUES ('k', 'rare'), ('k', 'rare');\
-         ANALYZE {schema}.pgmill_job;",
-    ))
-    .await;
+    busy_and_rare_jobs(&ctx).await;
     let sql = include_str!("../../../core/sql/job/job_list.sql");
     for args in [
         ["'{discarded}'", "NULL", "NULL", "NULL", "0", "2"],

@@ -8,7 +8,8 @@ use pgmill::driver::Executor;
 use pgmill::{InsertOpts, InsertParams, JobId, JobState};
 
 use crate::scripted::{
-    ScriptedWorker, Task, count_in, set_state, state_counts, test_client, wait_for,
+    ScriptedWorker, Task, busy_and_rare_jobs, count_in, set_state, state_counts, test_client,
+    wait_for,
 };
 use crate::{Harness, migrated as ctx};
 
@@ -146,16 +147,7 @@ pub async fn bulk_delete_leaves_running_jobs<H: Harness>() {
 /// that changes nothing), and count and change exactly the matching jobs.
 pub async fn count_and_bulk_of_a_rare_state_or_queue_read_only_its_jobs<H: Harness>() {
     let ctx = ctx::<H>().await;
-    ctx.script(&ctx.schema.render(
-        "INSERT INTO {schema}.pgmill_job (kind, queue) SELECT 'k', 'busy' FROM generate_series(1, 10);\
-         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
-         SELECT 'k', 'busy', 'completed', now() FROM generate_series(1, 3000);\
-         INSERT INTO {schema}.pgmill_job (kind, queue, state, finalized_at) \
-         SELECT 'k', q, 'discarded', now() FROM unnest(ARRAY['busy', 'rare', 'rare']) AS q;\
-         INSERT INTO {schema}.pgmill_job (kind, queue) VALUES ('k', 'rare'), ('k', 'rare');\
-         ANALYZE {schema}.pgmill_job;",
-    ))
-    .await;
+    busy_and_rare_jobs(&ctx).await;
     let count_sql = include_str!("../../../core/sql/job/job_count.sql");
     let bulk_sql = include_str!("../../../core/sql/job/job_bulk.sql");
     for filter in [
