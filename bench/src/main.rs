@@ -205,8 +205,7 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
             let repeat = usize::try_from(args.repeat).unwrap_or(usize::MAX);
             let max_stolen = args.max_stolen / 100.0;
             let mut ran: Vec<rounds::Round> = Vec::new();
-            let mut quiet = 0;
-            while quiet < repeat && ran.len() < repeat.saturating_mul(2) {
+            while rounds::another(&ran, repeat, max_stolen) {
                 let mut round = Vec::with_capacity(references.len() + drivers.len());
                 for reference in &references {
                     round.push(measure(&db, reference, &scenario, &opts).await?);
@@ -219,8 +218,6 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                         "{scenario}: {:.0} % of the CPU stolen in a round; running it again",
                         rounds::most_stolen(&round) * 100.0
                     ));
-                } else {
-                    quiet += 1;
                 }
                 ran.push(round);
             }

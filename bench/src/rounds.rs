@@ -21,6 +21,13 @@ pub(crate) fn disturbed(round: &[Measurement], max_stolen: f64) -> bool {
     most_stolen(round) > max_stolen
 }
 
+/// Whether to run another round after `ran`, for `repeat` rounds within `max_stolen`: until that
+/// many are, and at most `repeat` rounds more than that.
+pub(crate) fn another(ran: &[Round], repeat: usize, max_stolen: f64) -> bool {
+    let quiet = ran.iter().filter(|r| !disturbed(r, max_stolen)).count();
+    quiet < repeat && ran.len() < repeat.saturating_mul(2)
+}
+
 /// The rounds to report out of `rounds` run for `repeat` wanted: those within `max_stolen`, in
 /// the order they ran, then, if fewer than `repeat`, the least disturbed of the others. Returns
 /// them with how many were set aside.
@@ -86,6 +93,17 @@ mod tests {
         let (kept, set_aside) = keep(rounds, 3, 0.05);
         assert_eq!(jobs(&kept), [2, 3, 1]);
         assert_eq!(set_aside, 1);
+    }
+
+    #[test]
+    fn rounds_run_until_enough_are_quiet_or_twice_the_repeat_ran() {
+        let quiet = || vec![run(1, Some(0.0))];
+        let loud = || vec![run(1, Some(0.5))];
+        assert!(another(&[], 2, 0.05));
+        assert!(another(&[quiet(), loud()], 2, 0.05));
+        assert!(!another(&[quiet(), loud(), quiet()], 2, 0.05));
+        assert!(another(&[loud(), loud(), loud()], 2, 0.05));
+        assert!(!another(&[loud(), loud(), loud(), loud()], 2, 0.05));
     }
 
     #[test]
