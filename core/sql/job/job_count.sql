@@ -87,7 +87,6 @@ every_state AS (
     SELECT count(*) AS num_jobs
     FROM {schema}.pgmill_job AS j
     WHERE $1::text[] IS NULL AND $2::text[] IS NULL
-        AND ($2::text[] IS NULL OR j.queue = ANY($2::text[]))
         AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
 )
