@@ -53,8 +53,32 @@ impl<'s> Params<'s> {
     }
 }
 
-/// The tokio-postgres type a [`PgType`] is bound as.
+/// The tokio-postgres type a [`PgType`] is bound as: each of today's types named (a lookup by oid
+/// is a search through every type the library knows, once per parameter of every statement), any
+/// later one found by its oid.
 fn library_type(t: PgType) -> Result<Type> {
+    let known = match t {
+        PgType::Bool => Type::BOOL,
+        PgType::Int2 => Type::INT2,
+        PgType::Int4 => Type::INT4,
+        PgType::Int8 => Type::INT8,
+        PgType::Float8 => Type::FLOAT8,
+        PgType::Text => Type::TEXT,
+        PgType::Bytea => Type::BYTEA,
+        PgType::Jsonb => Type::JSONB,
+        PgType::Timestamptz => Type::TIMESTAMPTZ,
+        PgType::Interval => Type::INTERVAL,
+        PgType::TextArray => Type::TEXT_ARRAY,
+        PgType::Int8Array => Type::INT8_ARRAY,
+        PgType::JsonbArray => Type::JSONB_ARRAY,
+        PgType::TimestamptzArray => Type::TIMESTAMPTZ_ARRAY,
+        other => return by_oid(other),
+    };
+    Ok(known)
+}
+
+/// The tokio-postgres type with `t`'s oid.
+fn by_oid(t: PgType) -> Result<Type> {
     Type::from_oid(t.oid()).ok_or_else(|| {
         codec_error(format!(
             "parameter type {} is not supported by the tokio-postgres driver",
@@ -273,6 +297,28 @@ fn typed<'r, T: FromSql<'r>>(row: &'r tokio_postgres::Row, i: usize) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_type_named_is_the_librarys_type_of_its_oid() {
+        for t in [
+            PgType::Bool,
+            PgType::Int2,
+            PgType::Int4,
+            PgType::Int8,
+            PgType::Float8,
+            PgType::Text,
+            PgType::Bytea,
+            PgType::Jsonb,
+            PgType::Timestamptz,
+            PgType::Interval,
+            PgType::TextArray,
+            PgType::Int8Array,
+            PgType::JsonbArray,
+            PgType::TimestamptzArray,
+        ] {
+            assert_eq!(library_type(t).unwrap(), by_oid(t).unwrap(), "{t:?}");
+        }
+    }
 
     #[test]
     fn intervals_go_through_the_library_in_the_binary_format() {

@@ -229,16 +229,19 @@ impl<C: AsGenericClient> TokioPostgresExecutor<C> {
             .map_err(db_error)
     }
 
+    /// The connection's client, whose own methods run every statement: `GenericClient`'s box each
+    /// call's future (one allocation of the whole query's state per statement), and a
+    /// transaction's methods only call its client's.
+    fn client(&mut self) -> &Client {
+        self.0.as_generic_client().client()
+    }
+
     /// Runs a statement for its rows, as the library returns them.
     async fn rows(&mut self, stmt: &Statement) -> Result<Vec<tokio_postgres::Row>> {
         let params = Params::new(stmt)?;
         match self.prepared(stmt, &params).await? {
-            Some(prepared) => self.get_mut().query(&prepared, &params.values()).await,
-            None => {
-                self.get_mut()
-                    .query_typed(stmt.sql(), &params.typed())
-                    .await
-            }
+            Some(prepared) => self.client().query(&prepared, &params.values()).await,
+            None => self.client().query_typed(stmt.sql(), &params.typed()).await,
         }
         .map_err(db_error)
     }
@@ -265,9 +268,9 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
         let params = Params::new(stmt)?;
         match self.prepared(stmt, &params).await? {
-            Some(prepared) => self.get_mut().execute(&prepared, &params.values()).await,
+            Some(prepared) => self.client().execute(&prepared, &params.values()).await,
             None => {
-                self.get_mut()
+                self.client()
                     .execute_typed(stmt.sql(), &params.typed())
                     .await
             }
@@ -288,7 +291,7 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
-        self.get_mut().batch_execute(sql).await.map_err(db_error)
+        self.client().batch_execute(sql).await.map_err(db_error)
     }
 
     async fn begin(&mut self) -> Result<TokioPostgresTransaction<'_>> {
