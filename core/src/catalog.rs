@@ -117,6 +117,41 @@ impl Query {
         });
         &all[self as usize]
     }
+
+    /// The parameters the query takes: the highest `$n` in its text (an upper bound, should
+    /// quoted text ever hold one), counted once per process.
+    pub(crate) fn param_count(self) -> usize {
+        static COUNTS: OnceLock<Box<[usize]>> = OnceLock::new();
+        let all = COUNTS.get_or_init(|| {
+            Query::ALL
+                .iter()
+                .map(|q| highest_parameter(q.compacted()))
+                .collect()
+        });
+        all[self as usize]
+    }
+}
+
+/// The highest `$n` in `sql`, 0 for none.
+fn highest_parameter(sql: &str) -> usize {
+    let bytes = sql.as_bytes();
+    let mut highest = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'$' {
+            i += 1;
+            continue;
+        }
+        let digits = bytes[i + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if let Ok(n) = sql[i + 1..i + 1 + digits].parse::<usize>() {
+            highest = highest.max(n);
+        }
+        i += 1 + digits;
+    }
+    highest
 }
 
 #[cfg(test)]
@@ -155,5 +190,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_query_takes_as_many_parameters_as_its_file_documents() {
+        for q in Query::ALL {
+            let documented = (1..=40)
+                .take_while(|n| q.template().contains(&format!("-- ${n}:")))
+                .count();
+            assert_eq!(q.param_count(), documented, "{q:?}");
+        }
+        assert_eq!(highest_parameter("SELECT $2, $12, $$x$$, $1"), 12);
+        assert_eq!(highest_parameter("SELECT 1 $"), 0);
     }
 }

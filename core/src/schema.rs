@@ -84,7 +84,10 @@ impl Schema {
 
     /// A statement for an engine query, rendered into this schema, with no parameters bound yet.
     pub(crate) fn statement(&self, query: Query) -> Statement {
-        Statement::new(Arc::clone(&self.inner.queries[query as usize]))
+        Statement::with_capacity(
+            Arc::clone(&self.inner.queries[query as usize]),
+            query.param_count(),
+        )
     }
 }
 

@@ -24,6 +24,15 @@ impl Statement {
         }
     }
 
+    /// A statement with no parameters yet and room for `params` of them, so binding them
+    /// allocates once.
+    pub(crate) fn with_capacity(sql: impl Into<Arc<str>>, params: usize) -> Self {
+        Statement {
+            sql: sql.into(),
+            params: Vec::with_capacity(params),
+        }
+    }
+
     /// Binds the next parameter (`$1`, then `$2`, ...).
     pub fn bind(mut self, value: impl IntoValue) -> Self {
         self.params.push(value.into_value());
