@@ -14,65 +14,99 @@ use sqlx::postgres::types::PgInterval;
 use sqlx::postgres::{PgArguments, PgRow, PgValueFormat, PgValueRef};
 use sqlx::query::Query;
 use sqlx::types::Json;
-use sqlx::{AssertSqlSafe, Column as _, Decode, Postgres, Row as _, TypeInfo as _, ValueRef as _};
+use sqlx::{
+    Arguments as _, AssertSqlSafe, Column as _, Decode, Postgres, Row as _, TypeInfo as _,
+    ValueRef as _,
+};
 
 use crate::error::{column_error, db_error, param_error};
 
 /// The statement as a sqlx query with every parameter bound with its exact Postgres type.
 pub(crate) fn bound(stmt: &Statement) -> Result<Query<'static, Postgres, PgArguments>> {
+    // The arguments have room for every value before the first is encoded: sqlx's own binding
+    // grows their types and their buffer as values come (two or three allocations a statement).
+    let mut args = PgArguments::default();
+    args.reserve(stmt.params().len(), encoded_size(stmt.params()));
+    for (i, value) in stmt.params().iter().enumerate() {
+        bind(&mut args, value).map_err(|e| param_error(i + 1, e))?;
+    }
     // Core renders its SQL once per schema from validated, quoted names, and binds every value:
     // the text is safe to prepare, and the `Arc<str>` is shared without a copy.
-    let mut query = sqlx::query(AssertSqlSafe(Arc::clone(stmt.shared_sql())));
-    for (i, value) in stmt.params().iter().enumerate() {
-        bind(&mut query, value).map_err(|e| param_error(i + 1, e))?;
-    }
-    Ok(query)
+    Ok(sqlx::query_with(
+        AssertSqlSafe(Arc::clone(stmt.shared_sql())),
+        args,
+    ))
 }
 
-fn bind(query: &mut Query<'_, Postgres, PgArguments>, value: &Value) -> Result<(), BoxDynError> {
+/// About the bytes `params` take encoded (each value's length word and its data): a hint for
+/// the arguments' buffer, exact for most values, a guess for JSON.
+fn encoded_size(params: &[Value]) -> usize {
+    params
+        .iter()
+        .map(|v| {
+            4 + match v {
+                Value::Null(_) => 0,
+                Value::Bool(_) => 1,
+                Value::Int2(_) => 2,
+                Value::Int4(_) => 4,
+                Value::Int8(_) | Value::Float8(_) | Value::Timestamptz(_) => 8,
+                Value::Interval(_) => 16,
+                Value::Text(v) => v.len(),
+                Value::Bytea(v) => v.len(),
+                Value::TextArray(v) => 20 + v.iter().map(|s| 4 + s.len()).sum::<usize>(),
+                Value::Int8Array(v) => 20 + 12 * v.len(),
+                Value::TimestamptzArray(v) => 20 + 12 * v.len(),
+                Value::JsonbArray(v) => 20 + 68 * v.len(),
+                _ => 64,
+            }
+        })
+        .sum()
+}
+
+fn bind(args: &mut PgArguments, value: &Value) -> Result<(), BoxDynError> {
     match value {
-        Value::Null(ty) => bind_null(query, *ty),
-        Value::Bool(v) => query.try_bind(*v),
-        Value::Int2(v) => query.try_bind(*v),
-        Value::Int4(v) => query.try_bind(*v),
-        Value::Int8(v) => query.try_bind(*v),
-        Value::Float8(v) => query.try_bind(*v),
-        Value::Text(v) => query.try_bind(v.as_str()),
-        Value::Bytea(v) => query.try_bind(v.as_slice()),
-        Value::Jsonb(v) => query.try_bind(Json(v)),
-        Value::Timestamptz(v) => query.try_bind(*v),
+        Value::Null(ty) => bind_null(args, *ty),
+        Value::Bool(v) => args.add(*v),
+        Value::Int2(v) => args.add(*v),
+        Value::Int4(v) => args.add(*v),
+        Value::Int8(v) => args.add(*v),
+        Value::Float8(v) => args.add(*v),
+        Value::Text(v) => args.add(v.as_str()),
+        Value::Bytea(v) => args.add(v.as_slice()),
+        Value::Jsonb(v) => args.add(Json(v)),
+        Value::Timestamptz(v) => args.add(*v),
         Value::Interval(v) => {
             let (months, days, microseconds) = interval::to_parts(*v)?;
-            query.try_bind(PgInterval {
+            args.add(PgInterval {
                 months,
                 days,
                 microseconds,
             })
         }
-        Value::TextArray(v) => query.try_bind(v.as_slice()),
-        Value::Int8Array(v) => query.try_bind(v.as_slice()),
-        Value::JsonbArray(v) => query.try_bind(v.as_slice()),
-        Value::TimestamptzArray(v) => query.try_bind(v.as_slice()),
+        Value::TextArray(v) => args.add(v.as_slice()),
+        Value::Int8Array(v) => args.add(v.as_slice()),
+        Value::JsonbArray(v) => args.add(v.as_slice()),
+        Value::TimestamptzArray(v) => args.add(v.as_slice()),
         other => Err(format!("no sqlx binding for {} values", other.pg_type().name()).into()),
     }
 }
 
-fn bind_null(query: &mut Query<'_, Postgres, PgArguments>, ty: PgType) -> Result<(), BoxDynError> {
+fn bind_null(args: &mut PgArguments, ty: PgType) -> Result<(), BoxDynError> {
     match ty {
-        PgType::Bool => query.try_bind(None::<bool>),
-        PgType::Int2 => query.try_bind(None::<i16>),
-        PgType::Int4 => query.try_bind(None::<i32>),
-        PgType::Int8 => query.try_bind(None::<i64>),
-        PgType::Float8 => query.try_bind(None::<f64>),
-        PgType::Text => query.try_bind(None::<String>),
-        PgType::Bytea => query.try_bind(None::<Vec<u8>>),
-        PgType::Jsonb => query.try_bind(None::<Json<serde_json::Value>>),
-        PgType::Timestamptz => query.try_bind(None::<DateTime<Utc>>),
-        PgType::Interval => query.try_bind(None::<PgInterval>),
-        PgType::TextArray => query.try_bind(None::<Vec<String>>),
-        PgType::Int8Array => query.try_bind(None::<Vec<i64>>),
-        PgType::JsonbArray => query.try_bind(None::<Vec<serde_json::Value>>),
-        PgType::TimestamptzArray => query.try_bind(None::<Vec<DateTime<Utc>>>),
+        PgType::Bool => args.add(None::<bool>),
+        PgType::Int2 => args.add(None::<i16>),
+        PgType::Int4 => args.add(None::<i32>),
+        PgType::Int8 => args.add(None::<i64>),
+        PgType::Float8 => args.add(None::<f64>),
+        PgType::Text => args.add(None::<String>),
+        PgType::Bytea => args.add(None::<Vec<u8>>),
+        PgType::Jsonb => args.add(None::<Json<serde_json::Value>>),
+        PgType::Timestamptz => args.add(None::<DateTime<Utc>>),
+        PgType::Interval => args.add(None::<PgInterval>),
+        PgType::TextArray => args.add(None::<Vec<String>>),
+        PgType::Int8Array => args.add(None::<Vec<i64>>),
+        PgType::JsonbArray => args.add(None::<Vec<serde_json::Value>>),
+        PgType::TimestamptzArray => args.add(None::<Vec<DateTime<Utc>>>),
         other => Err(format!("no sqlx binding for NULL {}", other.name()).into()),
     }
 }
