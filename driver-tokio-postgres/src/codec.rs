@@ -300,22 +300,7 @@ mod tests {
 
     #[test]
     fn every_type_named_is_the_librarys_type_of_its_oid() {
-        for t in [
-            PgType::Bool,
-            PgType::Int2,
-            PgType::Int4,
-            PgType::Int8,
-            PgType::Float8,
-            PgType::Text,
-            PgType::Bytea,
-            PgType::Jsonb,
-            PgType::Timestamptz,
-            PgType::Interval,
-            PgType::TextArray,
-            PgType::Int8Array,
-            PgType::JsonbArray,
-            PgType::TimestamptzArray,
-        ] {
+        for t in PgType::ALL {
             assert_eq!(library_type(t).unwrap(), by_oid(t).unwrap(), "{t:?}");
         }
     }

@@ -146,26 +146,9 @@ impl ColumnType {
 mod tests {
     use super::*;
 
-    const EVERY_PG_TYPE: [PgType; 14] = [
-        PgType::Bool,
-        PgType::Int2,
-        PgType::Int4,
-        PgType::Int8,
-        PgType::Float8,
-        PgType::Text,
-        PgType::Bytea,
-        PgType::Jsonb,
-        PgType::Timestamptz,
-        PgType::Interval,
-        PgType::TextArray,
-        PgType::Int8Array,
-        PgType::JsonbArray,
-        PgType::TimestamptzArray,
-    ];
-
     #[test]
     fn every_pg_type_is_read_back_as_itself() {
-        for ty in EVERY_PG_TYPE {
+        for ty in PgType::ALL {
             let column = ColumnType::from_oid(ty.oid()).expect("a column type");
             assert_eq!(column.pg_type(), ty, "{ty:?}");
         }

@@ -37,6 +37,24 @@ pub enum PgType {
 }
 
 impl PgType {
+    /// Every type, in declaration order: what a driver must bind and read.
+    pub const ALL: [PgType; 14] = [
+        PgType::Bool,
+        PgType::Int2,
+        PgType::Int4,
+        PgType::Int8,
+        PgType::Float8,
+        PgType::Text,
+        PgType::Bytea,
+        PgType::Jsonb,
+        PgType::Timestamptz,
+        PgType::Interval,
+        PgType::TextArray,
+        PgType::Int8Array,
+        PgType::JsonbArray,
+        PgType::TimestamptzArray,
+    ];
+
     /// The type's name as Postgres spells it in a cast.
     pub fn name(self) -> &'static str {
         match self {
@@ -254,6 +272,30 @@ impl<T: FromValue> FromValue for Option<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_lists_every_type_once_in_declaration_order() {
+        for (i, t) in PgType::ALL.into_iter().enumerate() {
+            // A new type fails to compile here until it has its place in `PgType::ALL`.
+            let place = match t {
+                PgType::Bool => 0,
+                PgType::Int2 => 1,
+                PgType::Int4 => 2,
+                PgType::Int8 => 3,
+                PgType::Float8 => 4,
+                PgType::Text => 5,
+                PgType::Bytea => 6,
+                PgType::Jsonb => 7,
+                PgType::Timestamptz => 8,
+                PgType::Interval => 9,
+                PgType::TextArray => 10,
+                PgType::Int8Array => 11,
+                PgType::JsonbArray => 12,
+                PgType::TimestamptzArray => 13,
+            };
+            assert_eq!(place, i, "{t:?}");
+        }
+    }
 
     #[test]
     fn none_binds_as_a_typed_null() {

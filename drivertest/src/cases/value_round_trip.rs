@@ -205,23 +205,7 @@ pub async fn empty_arrays_round_trip<H: Harness>() {
 
 /// A NULL of every type binds typed and reads back as NULL of that type.
 pub async fn null_of_every_type_round_trips<H: Harness>() {
-    let types = [
-        PgType::Bool,
-        PgType::Int2,
-        PgType::Int4,
-        PgType::Int8,
-        PgType::Float8,
-        PgType::Text,
-        PgType::Bytea,
-        PgType::Jsonb,
-        PgType::Timestamptz,
-        PgType::Interval,
-        PgType::TextArray,
-        PgType::Int8Array,
-        PgType::JsonbArray,
-        PgType::TimestamptzArray,
-    ];
-    assert_round_trips::<H>(types.into_iter().map(Value::Null).collect()).await;
+    assert_round_trips::<H>(PgType::ALL.into_iter().map(Value::Null).collect()).await;
 }
 
 /// Fifty parameters of mixed types bind to their own placeholders.
