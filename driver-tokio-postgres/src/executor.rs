@@ -305,7 +305,7 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
     }
 
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
-        copy_in(self.get_mut().client(), copy).await
+        copy_in(self.client(), copy).await
     }
 
     async fn copy_in_stream(&mut self, sql: &str, data: CopyChunks) -> Result<u64> {
