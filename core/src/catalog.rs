@@ -71,6 +71,7 @@ queries! {
     JobGetById => "job/job_get_by_id.sql",
     JobInsertMany => "job/job_insert_many.sql",
     JobInsertOne => "job/job_insert_one.sql",
+    JobInsertPlainAlike => "job/job_insert_plain_alike.sql",
     JobInsertPlainMany => "job/job_insert_plain_many.sql",
     JobInsertPlainOne => "job/job_insert_plain_one.sql",
     JobInsertUniqueMany => "job/job_insert_unique_many.sql",

@@ -560,7 +560,7 @@ impl Inserter {
         }
         for chunk in plan.insert_plain.chunks(BULK_INSERT_CHUNK) {
             inserted += exec
-                .execute(&job_insert_plain_many(&self.schema, chunk))
+                .execute(&job_insert_plain_many(&self.schema, chunk)?)
                 .await?;
         }
         for chunk in plan.insert_rest.chunks(BULK_INSERT_CHUNK) {
@@ -778,15 +778,21 @@ impl<'a> BulkPlan<'a> {
     }
 }
 
-/// COPY cannot evaluate `now()` per row, so only jobs whose state needs no clock go by COPY.
 /// The queues, each once, of the jobs among `params` that are due as soon as they commit.
 pub(crate) fn due_queues<'a>(params: impl Iterator<Item = &'a InsertParams>) -> BTreeSet<&'a str> {
-    params
-        .filter(|p| p.is_due_now())
-        .map(InsertParams::queue)
-        .collect()
+    let mut queues = BTreeSet::new();
+    // A batch's jobs mostly share their queue: a run of one queue is looked up in the set once.
+    let mut last = None;
+    for queue in params.filter(|p| p.is_due_now()).map(InsertParams::queue) {
+        if last != Some(queue) {
+            queues.insert(queue);
+            last = Some(queue);
+        }
+    }
+    queues
 }
 
+/// COPY cannot evaluate `now()` per row, so only jobs whose state needs no clock go by COPY.
 fn is_copyable(p: &InsertParams) -> bool {
     p.unique.is_none()
         && (p.is_due_now() || (p.pending && p.scheduled_at.is_none() && p.schedule_in.is_none()))

@@ -181,7 +181,9 @@ macro_rules! __conformance_cases {
             client_insert {
                 rolled_back_host_insert_never_runs, committed_host_insert_runs_once,
                 insert_many_returns_rows_in_input_order,
-                bulk_insert_of_ten_thousand_jobs_runs_each_once, bulk_insert_keeps_each_jobs_options, single_insert_keeps_every_option,
+                bulk_insert_of_ten_thousand_jobs_runs_each_once, bulk_insert_keeps_each_jobs_options,
+                bulk_insert_of_alike_jobs_keeps_their_kinds_args_and_options,
+                single_insert_keeps_every_option,
                 single_insert_returns_the_row_as_stored,
                 scheduled_job_waits_for_its_time, pending_job_is_never_fetched,
                 unknown_kind_is_refused_unless_allowed, invalid_insert_options_are_typed_errors,

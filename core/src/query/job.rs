@@ -138,9 +138,19 @@ impl InsertedRow {
     }
 }
 
-/// The typed insert of jobs that fit [`CopyShape::Plain`] and are due now or pending: the same
-/// rows the plain COPY writes, as one statement.
-pub(crate) fn job_insert_plain_many(schema: &Schema, params: &[&InsertParams]) -> Statement {
+/// The multi-row insert of jobs due now or pending that carry no metadata and no tags (each
+/// [`CopyShape::Plain`]). Jobs that share their state, queue, priority and max_attempts, as a
+/// bulk insert's jobs usually do, send those once (`job_insert_plain_alike.sql`); others send
+/// every job's (`job_insert_plain_many.sql`). The args go as JSON text, written from each job's
+/// value without copying it.
+///
+/// # Errors
+///
+/// [`Error::InvalidConfig`](crate::Error::InvalidConfig) should a job's args fail to serialize.
+pub(crate) fn job_insert_plain_many(
+    schema: &Schema,
+    params: &[&InsertParams],
+) -> Result<Statement> {
     let state = |p: &InsertParams| {
         if p.pending {
             JobState::Pending
@@ -148,7 +158,33 @@ pub(crate) fn job_insert_plain_many(schema: &Schema, params: &[&InsertParams]) -
             JobState::Available
         }
     };
-    schema
+    let kinds: Vec<String> = params.iter().map(|p| p.kind.clone()).collect();
+    let args = params
+        .iter()
+        .map(|p| {
+            serde_json::to_string(&p.args).map_err(|e| {
+                crate::Error::InvalidConfig(format!("args of {} do not serialize: {e}", p.kind))
+            })
+        })
+        .collect::<Result<Vec<String>>>()?;
+    if let Some(first) = params.first()
+        && params.iter().all(|p| {
+            p.pending == first.pending
+                && p.priority == first.priority
+                && p.max_attempts == first.max_attempts
+                && p.queue == first.queue
+        })
+    {
+        return Ok(schema
+            .statement(Query::JobInsertPlainAlike)
+            .bind(state(first).as_str())
+            .bind(first.queue.as_str())
+            .bind(kinds)
+            .bind(args)
+            .bind(first.priority)
+            .bind(first.max_attempts));
+    }
+    Ok(schema
         .statement(Query::JobInsertPlainMany)
         .bind(
             params
@@ -157,8 +193,8 @@ pub(crate) fn job_insert_plain_many(schema: &Schema, params: &[&InsertParams]) -
                 .collect::<Vec<_>>(),
         )
         .bind(params.iter().map(|p| p.queue.clone()).collect::<Vec<_>>())
-        .bind(params.iter().map(|p| p.kind.clone()).collect::<Vec<_>>())
-        .bind(params.iter().map(|p| p.args.clone()).collect::<Vec<_>>())
+        .bind(kinds)
+        .bind(args)
         .bind(
             params
                 .iter()
@@ -170,7 +206,7 @@ pub(crate) fn job_insert_plain_many(schema: &Schema, params: &[&InsertParams]) -
                 .iter()
                 .map(|p| i64::from(p.max_attempts))
                 .collect::<Vec<_>>(),
-        )
+        ))
 }
 
 /// Which columns a bulk COPY of jobs carries.
@@ -707,4 +743,82 @@ pub(crate) fn job_schedule(schema: &Schema, lookahead: TimeDelta, limit: usize) 
         .statement(Query::JobSchedule)
         .bind(micros(lookahead))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::driver::Value;
+    use crate::job_args::InsertOpts;
+
+    fn jobs(opts: &[InsertOpts]) -> Vec<InsertParams> {
+        (0..)
+            .zip(opts)
+            .map(|(i, o)| InsertParams::new("task", json!({"i": i, "s": "é\n\""}), o.clone()))
+            .collect::<Result<_>>()
+            .unwrap()
+    }
+
+    fn statement(jobs: &[InsertParams]) -> Statement {
+        let schema = Schema::new("public").unwrap();
+        job_insert_plain_many(&schema, &jobs.iter().collect::<Vec<_>>()).unwrap()
+    }
+
+    fn sql_of(query: Query) -> String {
+        Schema::new("public")
+            .unwrap()
+            .statement(query)
+            .sql()
+            .to_owned()
+    }
+
+    #[test]
+    fn plain_jobs_alike_send_their_state_queue_priority_and_attempts_once() {
+        let opts = InsertOpts::new()
+            .queue("q")
+            .priority(3)
+            .max_attempts(7)
+            .pending();
+        let stmt = statement(&jobs(&[opts.clone(), opts.clone(), opts]));
+        assert_eq!(stmt.sql(), sql_of(Query::JobInsertPlainAlike));
+        let args: Vec<String> = (0..3)
+            .map(|i| json!({"i": i, "s": "é\n\""}).to_string())
+            .collect();
+        assert_eq!(
+            stmt.params(),
+            &[
+                Value::Text("pending".into()),
+                Value::Text("q".into()),
+                Value::TextArray(vec!["task".into(); 3]),
+                Value::TextArray(args),
+                Value::Int2(3),
+                Value::Int2(7),
+            ]
+        );
+    }
+
+    #[test]
+    fn plain_jobs_differing_in_any_of_those_send_each_jobs() {
+        let differing = [
+            InsertOpts::new().queue("other"),
+            InsertOpts::new().priority(2),
+            InsertOpts::new().max_attempts(3),
+            InsertOpts::new().pending(),
+        ];
+        for other in differing {
+            let stmt = statement(&jobs(&[InsertOpts::new(), other.clone()]));
+            assert_eq!(stmt.sql(), sql_of(Query::JobInsertPlainMany), "{other:?}");
+            assert_eq!(stmt.params().len(), 6);
+            assert!(
+                stmt.params()
+                    .iter()
+                    .all(|v| matches!(v, Value::TextArray(a) if a.len() == 2)
+                        || matches!(v, Value::Int8Array(a) if a.len() == 2)),
+                "{other:?}: {:?}",
+                stmt.params()
+            );
+        }
+    }
 }

@@ -188,6 +188,64 @@ pub async fn bulk_insert_keeps_each_jobs_options<H: Harness>() {
     }
 }
 
+/// A bulk insert of jobs that share their state, queue, priority and max_attempts keeps those
+/// and each job's own kind and args (a driver whose small COPYs are slow sends such a batch as
+/// one insert carrying the shared options once, and the args as JSON text).
+pub async fn bulk_insert_of_alike_jobs_keeps_their_kinds_args_and_options<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    let args = |n: i64| {
+        json!({
+            "n": n,
+            "s": format!("é\t\\\n\"{n}\u{1F600}"),
+            "list": [1, 2.5, null, {"k": [true, "x,y}"]}],
+        })
+    };
+    let kind = |n: i64| if n % 3 == 0 { "task" } else { "other_task" };
+    let batches = [
+        (
+            InsertOpts::new()
+                .queue("alike")
+                .priority(4)
+                .max_attempts(9)
+                .pending(),
+            ("pending", "alike", 4, 9),
+        ),
+        (InsertOpts::new(), ("available", "default", 1, 25)),
+    ];
+    for (batch, (opts, _)) in (0_i64..).zip(&batches) {
+        let params: Vec<_> = (batch * 300..(batch + 1) * 300)
+            .map(|n| InsertParams::new(kind(n), args(n), opts.clone()).unwrap())
+            .collect();
+        assert_eq!(client.insert_bulk(&params).await.unwrap(), 300);
+    }
+    let mut conn = ctx.conn().await;
+    let rows = conn
+        .query(&ctx.stmt(
+            "SELECT (args->>'n')::int8, kind, args, state::text, queue, priority::int8, \
+             max_attempts::int8 FROM {schema}.pgmill_job ORDER BY 1",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 600);
+    for (n, row) in (0_i64..).zip(&rows) {
+        let (state, queue, priority, max_attempts) = batches[usize::from(n >= 300)].1;
+        assert_eq!(
+            row.values(),
+            &[
+                Value::Int8(n),
+                Value::Text(kind(n).into()),
+                Value::Jsonb(args(n)),
+                Value::Text(state.into()),
+                Value::Text(queue.into()),
+                Value::Int8(priority),
+                Value::Int8(max_attempts),
+            ],
+            "job {n}"
+        );
+    }
+}
+
 /// A job scheduled in the future waits; one scheduled in the past is available at once.
 pub async fn scheduled_job_waits_for_its_time<H: Harness>() {
     let ctx = ctx::<H>().await;
