@@ -4,16 +4,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_diesel::postgres::{Manager, Pool};
+use deadpool_diesel::postgres::{Manager, Object, Pool};
 use deadpool_diesel::{ManagerConfig, RecyclingMethod, Runtime};
-use pgmill::driver::Driver;
+use pgmill::driver::{Driver, WarmConnections};
 use pgmill::{Error, Result};
 
 use crate::codec::Statements;
 use crate::error::pool_error;
 use crate::executor::DieselConnection;
 use crate::listener::DieselListener;
-use crate::warm::WarmConnections;
 
 /// How long [`DieselDriver::connect`]'s pool waits for a free connection, opens one, or checks one.
 const POOL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,7 +41,7 @@ pub struct DieselDriver {
     url: Arc<str>,
     statements: Statements,
     /// Connections the engine just released, handed out again without the pool's check.
-    warm: Arc<WarmConnections>,
+    warm: Arc<WarmConnections<Object>>,
 }
 
 impl fmt::Debug for DieselDriver {

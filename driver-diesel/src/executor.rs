@@ -40,7 +40,7 @@ use diesel::PgConnection;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use pgmill::driver::{
     BlockingExecutor, BlockingTransaction, CopyChunks, CopyIn, Executor, Row, RowView, Statement,
-    Transaction,
+    Transaction, WarmConnections,
 };
 use pgmill::{DbError, DbErrorKind, Error, Result};
 use tokio::sync::Semaphore;
@@ -48,7 +48,6 @@ use tokio::sync::Semaphore;
 use crate::codec::{Statements, execute, query, query_with};
 use crate::copy;
 use crate::error::{interact_error, query_error};
-use crate::warm::WarmConnections;
 
 /// A connection checked out of the pool, with what keeps the calls on it in order; returned to
 /// the pool on drop, after rolling back anything a dropped transaction left open.
@@ -66,7 +65,7 @@ pub struct PooledConnection {
     /// Prepared once in the connection's statement cache, or unnamed.
     statements: Statements,
     /// Where the connection goes when released clean, rather than straight back to the pool.
-    warm: Option<Arc<WarmConnections>>,
+    warm: Option<Arc<WarmConnections<Object>>>,
 }
 
 impl fmt::Debug for PooledConnection {
@@ -78,7 +77,11 @@ impl fmt::Debug for PooledConnection {
 }
 
 impl PooledConnection {
-    fn new(object: Object, statements: Statements, warm: Option<Arc<WarmConnections>>) -> Self {
+    fn new(
+        object: Object,
+        statements: Statements,
+        warm: Option<Arc<WarmConnections<Object>>>,
+    ) -> Self {
         PooledConnection {
             object: Some(object),
             gate: Arc::new(Semaphore::new(1)),
@@ -175,7 +178,11 @@ impl Drop for PooledConnection {
         let dirty = self.levels.load(Ordering::Acquire) > 0 || self.gate.available_permits() == 0;
         if !dirty {
             // Kept for the driver's next acquire, or back to the pool.
-            if let Some(warm) = &self.warm {
+            // A call that panicked poisoned the connection's lock: straight back to the pool,
+            // where deadpool's check discards it.
+            if let Some(warm) = &self.warm
+                && !object.is_mutex_poisoned()
+            {
                 warm.keep(object);
             }
             return;
@@ -238,7 +245,7 @@ impl DieselConnection {
     pub(crate) fn new(
         object: Object,
         statements: Statements,
-        warm: Option<Arc<WarmConnections>>,
+        warm: Option<Arc<WarmConnections<Object>>>,
     ) -> Self {
         DieselPoolExecutor {
             conn: PooledConnection::new(object, statements, warm),

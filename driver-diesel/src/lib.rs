@@ -106,7 +106,6 @@ mod driver;
 mod error;
 mod executor;
 mod listener;
-mod warm;
 
 pub use driver::DieselDriver;
 pub use executor::{

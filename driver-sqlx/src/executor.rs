@@ -5,12 +5,15 @@
 //! implementation over anything that derefs to a `PgConnection`. [`SqlxConnection`] (pooled),
 //! [`SqlxTransaction`] and the executor [`PgConnectionExt::pgmill`] borrows are that one type.
 
+use std::fmt;
 use std::future::Future;
-use std::ops::DerefMut;
+use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use pgmill::driver::{CopyChunks, CopyIn, Executor, Row, RowView, Statement, Transaction};
+use pgmill::driver::{
+    CopyChunks, CopyIn, Executor, Row, RowView, Statement, Transaction, WarmConnections,
+};
 use pgmill::{DbError, DbErrorKind, Result};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgQueryResult, PgRow};
@@ -38,7 +41,7 @@ pub(crate) const MIN_COPY_ROWS: usize = 5_000;
 /// - `SqlxExecutor<&mut PgConnection>`: the application's own connection or transaction, borrowed
 ///   by [`PgConnectionExt::pgmill`] for as long as the executor lives.
 #[derive(Debug)]
-pub struct SqlxExecutor<C>(C, CopyState, Statements);
+pub struct SqlxExecutor<C>(C, CallState, Statements);
 
 /// How an executor runs statements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,15 +56,15 @@ enum Statements {
 }
 
 /// A connection checked out of the [`SqlxDriver`](crate::SqlxDriver)'s pool, returned to it on
-/// drop.
-pub type SqlxConnection = SqlxExecutor<PoolConnection<Postgres>>;
+/// drop (see [`PooledConnection`]).
+pub type SqlxConnection = SqlxExecutor<PooledConnection>;
 
 /// A transaction (or savepoint) opened by [`Executor::begin`] on one of this crate's executors.
 pub type SqlxTransaction<'t> = SqlxExecutor<sqlx::Transaction<'t, Postgres>>;
 
 impl<C> SqlxExecutor<C> {
     pub(crate) fn new(conn: C) -> Self {
-        SqlxExecutor(conn, CopyState::default(), Statements::Cached)
+        SqlxExecutor(conn, CallState::default(), Statements::Cached)
     }
 
     /// This executor with every statement unnamed (no prepared statement cache) and, outside a
@@ -99,26 +102,33 @@ impl<C> SqlxExecutor<C> {
     }
 }
 
-/// Whether a COPY on this connection was dropped mid-way.
+/// What an executor knows of its connection that sqlx does not say: whether a COPY, or any
+/// call, was dropped mid-way. A transaction shares the state of the executor it was begun on, as
+/// they share the connection. On the application's own connection the state lives as long as
+/// the executor `pgmill()` returned.
 ///
-/// When a COPY's future is dropped, sqlx queues a `CopyFail` without counting the server's
-/// answer to it, so the connection is out of step: the next statement reads that stale error
-/// ("COPY from stdin failed"), and the ones after it read replies meant for others. Nothing
-/// outside sqlx can put it back in step. So a COPY marks itself in flight and clears the mark
-/// when it ends; every later call on a connection whose mark is still set fails with
-/// [`DbErrorKind::ConnectionLost`] instead of running, and the engine discards the connection (a
-/// pooled one is also closed by sqlx's own check when it returns to the pool). A transaction
-/// shares the mark of the executor it was begun on, as they share the connection. On the
-/// application's own connection the mark lives as long as the executor `pgmill()` returned.
+/// - **A COPY.** When a COPY's future is dropped, sqlx queues a `CopyFail` without counting the
+///   server's answer to it, so the connection is out of step: the next statement reads that stale
+///   error ("COPY from stdin failed"), and the ones after it read replies meant for others.
+///   Nothing outside sqlx can put it back in step. So a COPY marks itself in flight and clears the
+///   mark when it ends; every later call on a connection whose mark is still set fails with
+///   [`DbErrorKind::ConnectionLost`] instead of running, and the engine discards the connection
+///   (a pooled one is also closed by sqlx's own check when it returns to the pool).
+/// - **Any call.** A call marks itself in flight the same way. One dropped mid-way may leave its
+///   answer (an error among them) unread on the connection, which sqlx reads before the next
+///   statement, failing that statement with it. A [`PooledConnection`] whose mark is still set
+///   goes back to the pool, whose check reads that answer and closes the connection if it was an
+///   error, rather than being handed to the engine's next acquire.
 #[derive(Debug, Default, Clone)]
-struct CopyState {
-    in_flight: Arc<AtomicBool>,
+struct CallState {
+    copy_in_flight: Arc<AtomicBool>,
+    call_in_flight: Arc<AtomicBool>,
 }
 
-impl CopyState {
+impl CallState {
     /// Fails when an earlier COPY on the connection was dropped mid-way.
     fn check(&self) -> Result<()> {
-        if self.in_flight.load(Ordering::Acquire) {
+        if self.copy_in_flight.load(Ordering::Acquire) {
             return Err(DbError::new(
                 DbErrorKind::ConnectionLost,
                 "a COPY on this connection was dropped mid-way; sqlx cannot bring the \
@@ -129,13 +139,108 @@ impl CopyState {
         Ok(())
     }
 
-    /// Runs `copy` with the mark set while it is in flight.
-    async fn guard(&self, copy: impl Future<Output = Result<u64>>) -> Result<u64> {
+    /// Runs `call` with the call mark set while it is in flight, after [`CallState::check`].
+    async fn call<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
         self.check()?;
-        self.in_flight.store(true, Ordering::Release);
-        let copied = copy.await;
-        self.in_flight.store(false, Ordering::Release);
+        self.call_in_flight.store(true, Ordering::Release);
+        let done = call.await;
+        self.call_in_flight.store(false, Ordering::Release);
+        done
+    }
+
+    /// Runs `copy` with both marks set while it is in flight.
+    async fn copy(&self, copy: impl Future<Output = Result<u64>>) -> Result<u64> {
+        self.check()?;
+        self.copy_in_flight.store(true, Ordering::Release);
+        let copied = self.call(copy).await;
+        self.copy_in_flight.store(false, Ordering::Release);
         copied
+    }
+
+    /// True when nothing was dropped mid-way on the connection.
+    fn settled(&self) -> bool {
+        !self.copy_in_flight.load(Ordering::Acquire) && !self.call_in_flight.load(Ordering::Acquire)
+    }
+}
+
+/// A connection checked out of the [`SqlxDriver`](crate::SqlxDriver)'s pool, as a
+/// [`PgConnection`].
+///
+/// sqlx pings every connection returned to its pool before another checkout may have it: a
+/// round trip per release. So one the engine releases settled (no transaction open, no call cut
+/// off mid-way) is kept for the driver's next acquire for a moment ([`WarmConnections`]) and goes
+/// back to the pool after that; any other goes back at once, where sqlx's check rolls back what
+/// is open and closes the connection if it is broken.
+pub struct PooledConnection {
+    /// Taken only when the connection is released or detached.
+    conn: Option<PoolConnection<Postgres>>,
+    /// Where the connection goes when released settled, rather than straight back to the pool.
+    warm: Option<Arc<WarmConnections<PoolConnection<Postgres>>>>,
+    state: CallState,
+}
+
+impl fmt::Debug for PooledConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PooledConnection")
+            .field("settled", &self.state.settled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PooledConnection {
+    /// Takes the connection out of its pool for good; it closes when dropped.
+    pub fn detach(mut self) -> PgConnection {
+        self.conn
+            .take()
+            .expect("a pooled connection is only taken when released")
+            .detach()
+    }
+}
+
+impl Deref for PooledConnection {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        self.conn
+            .as_ref()
+            .expect("a pooled connection is only taken when released")
+    }
+}
+
+impl DerefMut for PooledConnection {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.conn
+            .as_mut()
+            .expect("a pooled connection is only taken when released")
+    }
+}
+
+impl Drop for PooledConnection {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        match &self.warm {
+            Some(warm) if self.state.settled() && !conn.is_in_transaction() => warm.keep(conn),
+            // Back to the pool, through sqlx's check.
+            _ => drop(conn),
+        }
+    }
+}
+
+impl SqlxConnection {
+    /// An executor on `conn`, kept in `warm` when released settled.
+    pub(crate) fn pooled(
+        conn: PoolConnection<Postgres>,
+        warm: Option<Arc<WarmConnections<PoolConnection<Postgres>>>>,
+    ) -> Self {
+        let state = CallState::default();
+        let conn = PooledConnection {
+            conn: Some(conn),
+            warm,
+            state: state.clone(),
+        };
+        SqlxExecutor(conn, state, Statements::Cached)
     }
 }
 
@@ -152,16 +257,21 @@ where
     /// any is decoded, so a column that fails to decode never leaves a half-read result on the
     /// connection.
     async fn rows(&mut self, stmt: &Statement) -> Result<Vec<PgRow>> {
-        self.1.check()?;
         let query = bound(stmt)?.persistent(self.2 == Statements::Cached);
-        if self.needs_own_transaction() {
-            let mut tx = self.0.begin().await.map_err(db_error)?;
-            let rows = query.fetch_all(&mut *tx).await.map_err(db_error)?;
-            tx.commit().await.map_err(db_error)?;
-            Ok(rows)
-        } else {
-            query.fetch_all(&mut *self.0).await.map_err(db_error)
-        }
+        let own_transaction = self.needs_own_transaction();
+        let conn = &mut *self.0;
+        self.1
+            .call(async move {
+                if own_transaction {
+                    let mut tx = conn.begin().await.map_err(db_error)?;
+                    let rows = query.fetch_all(&mut *tx).await.map_err(db_error)?;
+                    tx.commit().await.map_err(db_error)?;
+                    Ok(rows)
+                } else {
+                    query.fetch_all(conn).await.map_err(db_error)
+                }
+            })
+            .await
     }
 }
 
@@ -175,16 +285,22 @@ where
         Self: 't;
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
-        self.1.check()?;
         let query = bound(stmt)?.persistent(self.2 == Statements::Cached);
-        let done: PgQueryResult = if self.needs_own_transaction() {
-            let mut tx = self.0.begin().await.map_err(db_error)?;
-            let done = query.execute(&mut *tx).await.map_err(db_error)?;
-            tx.commit().await.map_err(db_error)?;
-            done
-        } else {
-            query.execute(&mut *self.0).await.map_err(db_error)?
-        };
+        let own_transaction = self.needs_own_transaction();
+        let conn = &mut *self.0;
+        let done: PgQueryResult = self
+            .1
+            .call(async move {
+                if own_transaction {
+                    let mut tx = conn.begin().await.map_err(db_error)?;
+                    let done = query.execute(&mut *tx).await.map_err(db_error)?;
+                    tx.commit().await.map_err(db_error)?;
+                    Ok(done)
+                } else {
+                    query.execute(conn).await.map_err(db_error)
+                }
+            })
+            .await?;
         Ok(done.rows_affected())
     }
 
@@ -201,18 +317,25 @@ where
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
-        self.1.check()?;
-        sqlx::raw_sql(AssertSqlSafe(sql))
-            .execute(&mut *self.0)
-            .await
-            .map_err(db_error)?;
+        let conn = &mut *self.0;
+        self.1
+            .call(async move {
+                sqlx::raw_sql(AssertSqlSafe(sql))
+                    .execute(conn)
+                    .await
+                    .map_err(db_error)
+            })
+            .await?;
         Ok(())
     }
 
     /// Opens a transaction, or a savepoint when the connection is already in one (as sqlx does).
     async fn begin(&mut self) -> Result<SqlxTransaction<'_>> {
-        self.1.check()?;
-        let tx = self.0.begin().await.map_err(db_error)?;
+        let conn = &mut *self.0;
+        let tx = self
+            .1
+            .call(async move { conn.begin().await.map_err(db_error) })
+            .await?;
         Ok(SqlxExecutor(tx, self.1.clone(), self.2))
     }
 
@@ -227,7 +350,7 @@ where
     async fn copy_in(&mut self, copy: &CopyIn) -> Result<u64> {
         let conn = &mut *self.0;
         self.1
-            .guard(async move {
+            .copy(async move {
                 let mut writer = conn.copy_in_raw(copy.sql()).await.map_err(db_error)?;
                 if let Err(e) = writer.send(copy.data()).await {
                     // Leave the connection out of COPY mode if it is still alive; the send error
@@ -244,7 +367,7 @@ where
     async fn copy_in_stream(&mut self, sql: &str, mut data: CopyChunks) -> Result<u64> {
         let conn = &mut *self.0;
         self.1
-            .guard(async move {
+            .copy(async move {
                 let mut writer = conn.copy_in_raw(sql).await.map_err(db_error)?;
                 while let Some(chunk) = data.recv().await {
                     if let Err(e) = writer.send(chunk).await {
@@ -267,13 +390,17 @@ async fn abort(writer: sqlx::postgres::PgCopyIn<&mut PgConnection>) {
 
 impl Transaction for SqlxTransaction<'_> {
     async fn commit(self) -> Result<()> {
-        self.1.check()?;
-        self.0.commit().await.map_err(db_error)
+        let SqlxExecutor(tx, state, _) = self;
+        state
+            .call(async move { tx.commit().await.map_err(db_error) })
+            .await
     }
 
     async fn rollback(self) -> Result<()> {
-        self.1.check()?;
-        self.0.rollback().await.map_err(db_error)
+        let SqlxExecutor(tx, state, _) = self;
+        state
+            .call(async move { tx.rollback().await.map_err(db_error) })
+            .await
     }
 }
 

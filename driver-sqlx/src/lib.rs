@@ -51,11 +51,16 @@
 //! |--------------------------------|---------------------------------------------------------------------|
 //! | `Driver`                       | [`SqlxDriver`], over a `sqlx::PgPool`                               |
 //! | `Executor`                     | [`SqlxExecutor`], over anything that derefs to a `PgConnection`     |
-//! | ... on a pooled connection     | [`SqlxConnection`]                                                  |
+//! | ... on a pooled connection     | [`SqlxConnection`], over a [`PooledConnection`]                     |
 //! | ... on your connection         | `SqlxExecutor<&mut PgConnection>`, from [`PgConnectionExt::pgmill`] |
 //! | `Transaction` (and savepoints) | [`SqlxTransaction`]                                                 |
 //! | `Listener`                     | [`SqlxListener`], over `sqlx::postgres::PgListener`                 |
 //! | bulk insert                    | `COPY ... FROM STDIN` (`PgConnection::copy_in_raw`)                 |
+//!
+//! The engine's statements are short, and sqlx pings every connection that returns to its pool.
+//! So a connection the engine releases with nothing left on it skips the pool for a moment: the
+//! engine's next acquire takes it back without the ping (at most two connections, for at most
+//! 50 ms; see [`SqlxDriver::new`]).
 //!
 //! Errors come back as [`pgmill::Error`] with the SQLSTATE kept; a killed backend or a dropped
 //! socket reports [`pgmill::Error::is_connection_lost`].
@@ -75,5 +80,7 @@ mod executor;
 mod listener;
 
 pub use driver::SqlxDriver;
-pub use executor::{PgConnectionExt, SqlxConnection, SqlxExecutor, SqlxTransaction};
+pub use executor::{
+    PgConnectionExt, PooledConnection, SqlxConnection, SqlxExecutor, SqlxTransaction,
+};
 pub use listener::SqlxListener;

@@ -113,3 +113,99 @@ mod through_pgbouncer {
         pgmill_drivertest::pooler_poll_only_suite!(Harness);
     }
 }
+
+/// A connection the engine releases with nothing left on it is kept for the driver's next
+/// acquire, skipping sqlx's release check (`after_release`, then a ping), and goes back to the
+/// pool after a moment. One released inside a transaction, or with a call cut off mid-way, goes
+/// back at once, and sqlx's check deals with what was left on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_settled_connections_skip_the_pools_release_check() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    use pgmill::driver::{Driver, Executor, Statement};
+
+    async fn released_to_reach(released: &AtomicUsize, n: usize) {
+        let started = Instant::now();
+        while released.load(Ordering::SeqCst) < n {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{} of {n} releases to the pool",
+                released.load(Ordering::SeqCst)
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(released.load(Ordering::SeqCst), n);
+    }
+
+    let url = pgmill_drivertest::testdb::url();
+    let released = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&released);
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(4)
+        .test_before_acquire(false)
+        .after_release(move |_, _| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Box::pin(async { Ok(true) })
+        })
+        .connect(&url)
+        .await
+        .unwrap();
+    let driver = SqlxDriver::new(pool.clone());
+    // Back-to-back statements, each on a connection of its own: one connection, never checked.
+    for n in 0..5_i64 {
+        let mut conn = driver.acquire().await.unwrap();
+        let got: i64 = conn
+            .query_scalar(&Statement::new("SELECT $1::bigint AS n").bind(n))
+            .await
+            .unwrap();
+        assert_eq!(got, n);
+    }
+    assert_eq!(
+        released.load(Ordering::SeqCst),
+        0,
+        "no check between statements"
+    );
+    assert_eq!(pool.size(), 1, "one connection for all five");
+    // Kept out of the pool briefly, then back in it, through the check.
+    released_to_reach(&released, 1).await;
+    // Dropped inside a transaction: back at once; sqlx rolls the transaction back.
+    {
+        let mut conn = driver.acquire().await.unwrap();
+        let mut tx = conn.begin().await.unwrap();
+        tx.execute(&Statement::new("CREATE TEMP TABLE warm_probe (x int)"))
+            .await
+            .unwrap();
+        // The transaction and its connection go here, neither committed nor rolled back.
+    }
+    released_to_reach(&released, 2).await;
+    let mut conn = driver.acquire().await.unwrap();
+    let probe = conn
+        .execute(&Statement::new("SELECT 1 FROM warm_probe"))
+        .await;
+    assert!(probe.is_err(), "the dropped transaction's table is gone");
+    drop(conn);
+    released_to_reach(&released, 3).await;
+    // A call cut off while the server works on it: its answer, a failure, arrives after the
+    // caller has gone. The connection goes back at once, and the next statement (on whatever
+    // connection) does not read that failure as its own.
+    {
+        let mut conn = driver.acquire().await.unwrap();
+        let cut = tokio::time::timeout(
+            Duration::from_millis(100),
+            conn.execute_script("SELECT pg_sleep(0.3); SELECT 1/0"),
+        )
+        .await;
+        assert!(cut.is_err(), "the call was cut off");
+    }
+    // At once, before a kept connection would have gone back to the pool.
+    let mut conn = driver.acquire().await.unwrap();
+    let got: i64 = conn
+        .query_scalar(&Statement::new("SELECT 7::bigint AS n"))
+        .await
+        .expect("the next statement reads its own answer");
+    assert_eq!(got, 7);
+    drop(conn);
+    released_to_reach(&released, 5).await;
+}

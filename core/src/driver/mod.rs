@@ -23,6 +23,7 @@ pub mod sqlstate;
 mod statement;
 pub mod timestamp;
 mod value;
+mod warm;
 
 use std::future::Future;
 
@@ -31,6 +32,7 @@ pub use row::{FromColumn, FromRow, Row, RowView, decode_each, decode_result, dec
 pub(crate) use row::{rows_as, rows_with};
 pub use statement::{CopyIn, CopyRowWriter, Statement, copy_target};
 pub use value::{FromValue, IntoValue, PgType, Value};
+pub use warm::WarmConnections;
 
 #[doc(inline)]
 pub use crate::host_extension_trait;
