@@ -64,9 +64,9 @@ impl SqlxDriver {
 
     /// Runs every statement on pooled connections unnamed, with no prepared statement cache,
     /// and each statement outside a transaction in a transaction of its own
-    /// ([`SqlxExecutor::unnamed`](crate::SqlxExecutor::unnamed)): the setting for a transaction-mode pooler (PgBouncer's
-    /// `pool_mode = transaction`). It costs a parse and plan per statement and two round trips
-    /// (`BEGIN`, `COMMIT`) per statement outside a transaction.
+    /// ([`SqlxExecutor::unnamed`](crate::SqlxExecutor::unnamed)): the setting for a
+    /// transaction-mode pooler (PgBouncer's `pool_mode = transaction`). It costs a parse and plan
+    /// per statement and two round trips (`BEGIN`, `COMMIT`) per statement outside a transaction.
     ///
     /// Combine it with [`SqlxDriver::with_listener_url`] (notifications need a direct
     /// connection) or run the client in poll-only mode (`Config::poll_only`). See the
