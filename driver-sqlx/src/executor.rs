@@ -148,11 +148,13 @@ impl CallState {
         done
     }
 
-    /// Runs `copy` with both marks set while it is in flight.
+    /// Runs `copy` with both marks set while it is in flight, after [`CallState::check`].
     async fn copy(&self, copy: impl Future<Output = Result<u64>>) -> Result<u64> {
         self.check()?;
         self.copy_in_flight.store(true, Ordering::Release);
-        let copied = self.call(copy).await;
+        self.call_in_flight.store(true, Ordering::Release);
+        let copied = copy.await;
+        self.call_in_flight.store(false, Ordering::Release);
         self.copy_in_flight.store(false, Ordering::Release);
         copied
     }
