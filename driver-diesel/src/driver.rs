@@ -148,7 +148,7 @@ impl Driver for DieselDriver {
         Ok(DieselConnection::new(
             object,
             self.statements,
-            Some(Arc::clone(&self.warm)),
+            Arc::clone(&self.warm),
         ))
     }
 

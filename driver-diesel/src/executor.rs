@@ -65,7 +65,7 @@ pub struct PooledConnection {
     /// Prepared once in the connection's statement cache, or unnamed.
     statements: Statements,
     /// Where the connection goes when released clean, rather than straight back to the pool.
-    warm: Option<Arc<WarmConnections<Object>>>,
+    warm: Arc<WarmConnections<Object>>,
 }
 
 impl fmt::Debug for PooledConnection {
@@ -77,11 +77,7 @@ impl fmt::Debug for PooledConnection {
 }
 
 impl PooledConnection {
-    fn new(
-        object: Object,
-        statements: Statements,
-        warm: Option<Arc<WarmConnections<Object>>>,
-    ) -> Self {
+    fn new(object: Object, statements: Statements, warm: Arc<WarmConnections<Object>>) -> Self {
         PooledConnection {
             object: Some(object),
             gate: Arc::new(Semaphore::new(1)),
@@ -180,10 +176,8 @@ impl Drop for PooledConnection {
             // Kept for the driver's next acquire, or back to the pool.
             // A call that panicked poisoned the connection's lock: straight back to the pool,
             // where deadpool's check discards it.
-            if let Some(warm) = &self.warm
-                && !object.is_mutex_poisoned()
-            {
-                warm.keep(object);
+            if !object.is_mutex_poisoned() {
+                self.warm.keep(object);
             }
             return;
         }
@@ -245,7 +239,7 @@ impl DieselConnection {
     pub(crate) fn new(
         object: Object,
         statements: Statements,
-        warm: Option<Arc<WarmConnections<Object>>>,
+        warm: Arc<WarmConnections<Object>>,
     ) -> Self {
         DieselPoolExecutor {
             conn: PooledConnection::new(object, statements, warm),

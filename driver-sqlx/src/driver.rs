@@ -134,7 +134,7 @@ impl Driver for SqlxDriver {
             Some(conn) => conn,
             None => self.pool.acquire().await.map_err(db_error)?,
         };
-        let conn = SqlxConnection::pooled(conn, Some(Arc::clone(&self.warm)));
+        let conn = SqlxConnection::pooled(conn, Arc::clone(&self.warm));
         Ok(if self.unnamed { conn.unnamed() } else { conn })
     }
 

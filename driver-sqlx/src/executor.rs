@@ -148,13 +148,12 @@ impl CallState {
         done
     }
 
-    /// Runs `copy` with both marks set while it is in flight, after [`CallState::check`].
+    /// Runs `copy` with the COPY mark set while it is in flight, after [`CallState::check`] (a
+    /// COPY left set also keeps the connection from being [settled](CallState::settled)).
     async fn copy(&self, copy: impl Future<Output = Result<u64>>) -> Result<u64> {
         self.check()?;
         self.copy_in_flight.store(true, Ordering::Release);
-        self.call_in_flight.store(true, Ordering::Release);
         let copied = copy.await;
-        self.call_in_flight.store(false, Ordering::Release);
         self.copy_in_flight.store(false, Ordering::Release);
         copied
     }
@@ -177,7 +176,7 @@ pub struct PooledConnection {
     /// Taken only when the connection is released or detached.
     conn: Option<PoolConnection<Postgres>>,
     /// Where the connection goes when released settled, rather than straight back to the pool.
-    warm: Option<Arc<WarmConnections<PoolConnection<Postgres>>>>,
+    warm: Arc<WarmConnections<PoolConnection<Postgres>>>,
     state: CallState,
 }
 
@@ -222,11 +221,10 @@ impl Drop for PooledConnection {
         let Some(conn) = self.conn.take() else {
             return;
         };
-        match &self.warm {
-            Some(warm) if self.state.settled() && !conn.is_in_transaction() => warm.keep(conn),
-            // Back to the pool, through sqlx's check.
-            _ => drop(conn),
+        if self.state.settled() && !conn.is_in_transaction() {
+            self.warm.keep(conn);
         }
+        // Otherwise dropped here: back to the pool, through sqlx's check.
     }
 }
 
@@ -234,7 +232,7 @@ impl SqlxConnection {
     /// An executor on `conn`, kept in `warm` when released settled.
     pub(crate) fn pooled(
         conn: PoolConnection<Postgres>,
-        warm: Option<Arc<WarmConnections<PoolConnection<Postgres>>>>,
+        warm: Arc<WarmConnections<PoolConnection<Postgres>>>,
     ) -> Self {
         let state = CallState::default();
         let conn = PooledConnection {
