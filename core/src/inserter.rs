@@ -318,12 +318,12 @@ impl Inserter {
         &self,
         p: &[InsertParams; 1],
         carry: impl FnOnce() -> bool,
-    ) -> (Statement, bool) {
+    ) -> Result<(Statement, bool)> {
         if p[0].unique.is_some() {
-            return (job_insert_unique_many(&self.schema, p), false);
+            return Ok((job_insert_unique_many(&self.schema, p), false));
         }
         let carry = self.carries_notification(&p[0], carry);
-        (job_insert_one(&self.schema, &p[0], carry), carry)
+        Ok((job_insert_one(&self.schema, &p[0], carry)?, carry))
     }
 
     /// What [`Inserter::one_statement`]'s row says: the insert's result, and the queues still to
@@ -470,7 +470,7 @@ impl Inserter {
         p: [InsertParams; 1],
         carry: impl FnOnce() -> bool,
     ) -> Result<(InsertResult, bool)> {
-        let (stmt, carry) = self.one_statement(&p, carry);
+        let (stmt, carry) = self.one_statement(&p, carry)?;
         let row = if p[0].unique.is_some() {
             OneInserted::Unique(Box::new(first(exec.query_as(&stmt).await?)?))
         } else {
@@ -654,7 +654,7 @@ impl Inserter {
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
         let p = self.one(&args, opts.into())?;
-        let (stmt, carry) = self.one_statement(&p, || false);
+        let (stmt, carry) = self.one_statement(&p, || false)?;
         let rows = exec.query(&stmt)?;
         let row = if p[0].unique.is_some() {
             OneInserted::Unique(Box::new(first(rows_as(rows, WithXact::from_row)?)?))

@@ -9,7 +9,8 @@
 -- Also returns the inserting transaction's id (xact_id), as job_insert_plain_one.sql does.
 -- $1: queue
 -- $2: kind
--- $3: args
+-- $3: args, as JSON text (written straight from the job's value; the server parses it as it
+--     parses a jsonb value)
 -- $4: metadata
 -- $5: priority
 -- $6: max_attempts
@@ -28,7 +29,7 @@ SELECT
     END::{schema}.pgmill_job_state,
     $1::text,
     $2::text,
-    $3::jsonb,
+    $3::text::jsonb,
     $4::jsonb,
     $5::smallint,
     $6::smallint,

@@ -11,12 +11,13 @@
 -- database about when it is to announce the job after that transaction commits.
 -- $1: queue
 -- $2: kind
--- $3: args
+-- $3: args, as JSON text (written straight from the job's value; the server parses it as it
+--     parses a jsonb value)
 -- $4: priority
 -- $5: max_attempts
 -- $6: the insert channel, '<schema>.pgmill_insert', or NULL for no notification
 INSERT INTO {schema}.pgmill_job AS j (queue, kind, args, priority, max_attempts)
-SELECT $1::text, $2::text, $3::jsonb, $4::smallint, $5::smallint
+SELECT $1::text, $2::text, $3::text::jsonb, $4::smallint, $5::smallint
 FROM (SELECT CASE WHEN $6::text IS NOT NULL THEN pg_notify($6::text, $1::text) END) AS n
 RETURNING j.id AS id, 'available'::text AS state, j.created_at AS created_at,
     j.scheduled_at AS scheduled_at, pg_current_xact_id()::text::bigint AS xact_id

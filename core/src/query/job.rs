@@ -54,25 +54,30 @@ impl FromRow for InsertResult {
 /// The insert of one job, with typed parameters; it returns an [`InsertedRow`]. With `notify`,
 /// a job due now (its state is then `available` whatever the database clock says) also notifies
 /// its queue on the insert channel from the same statement (delivered at its commit); other jobs
-/// ignore it.
-pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) -> Statement {
+/// ignore it. The args go as JSON text, written from the job's value without copying it.
+///
+/// # Errors
+///
+/// [`Error::InvalidConfig`](crate::Error::InvalidConfig) should the job's args fail to serialize.
+pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) -> Result<Statement> {
     let channel = (notify && p.is_due_now()).then(|| schema.channel(crate::notifier::TOPIC_INSERT));
+    let args = args_text(p)?;
     if p.is_due_now() && CopyShape::of(p) == CopyShape::Plain {
         // Nothing for the server to decide or parse beyond the args (job_insert_plain_one.sql).
-        return schema
+        return Ok(schema
             .statement(Query::JobInsertPlainOne)
             .bind(p.queue.as_str())
             .bind(p.kind.as_str())
-            .bind(p.args.clone())
+            .bind(args)
             .bind(p.priority)
             .bind(p.max_attempts)
-            .bind(channel);
+            .bind(channel));
     }
-    schema
+    Ok(schema
         .statement(Query::JobInsertOne)
         .bind(p.queue.as_str())
         .bind(p.kind.as_str())
-        .bind(p.args.clone())
+        .bind(args)
         .bind(p.metadata.clone())
         .bind(p.priority)
         .bind(p.max_attempts)
@@ -83,7 +88,15 @@ pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) ->
             p.schedule_in
                 .map(|d| d.num_microseconds().unwrap_or(i64::MAX)),
         )
-        .bind(channel)
+        .bind(channel))
+}
+
+/// A job's args as JSON text, which the insert statements cast to `jsonb` (the server parses it
+/// as it parses a `jsonb` value); cheaper than binding a copy of the value.
+fn args_text(p: &InsertParams) -> Result<String> {
+    serde_json::to_string(&p.args).map_err(|e| {
+        crate::Error::InvalidConfig(format!("args of {} do not serialize: {e}", p.kind))
+    })
 }
 
 /// What [`job_insert_one`] returns: the columns of the new row the database decides.
@@ -161,11 +174,7 @@ pub(crate) fn job_insert_plain_many(
     let kinds: Vec<String> = params.iter().map(|p| p.kind.clone()).collect();
     let args = params
         .iter()
-        .map(|p| {
-            serde_json::to_string(&p.args).map_err(|e| {
-                crate::Error::InvalidConfig(format!("args of {} do not serialize: {e}", p.kind))
-            })
-        })
+        .map(|p| args_text(p))
         .collect::<Result<Vec<String>>>()?;
     if let Some(first) = params.first()
         && params.iter().all(|p| {
