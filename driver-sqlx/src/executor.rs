@@ -120,15 +120,19 @@ impl<C> SqlxExecutor<C> {
 ///   goes back to the pool, whose check reads that answer and closes the connection if it was an
 ///   error, rather than being handed to the engine's next acquire.
 #[derive(Debug, Default, Clone)]
-struct CallState {
-    copy_in_flight: Arc<AtomicBool>,
-    call_in_flight: Arc<AtomicBool>,
+struct CallState(Arc<Marks>);
+
+/// The marks a [`CallState`] shares between an executor and the transactions begun on it.
+#[derive(Debug, Default)]
+struct Marks {
+    copy_in_flight: AtomicBool,
+    call_in_flight: AtomicBool,
 }
 
 impl CallState {
     /// Fails when an earlier COPY on the connection was dropped mid-way.
     fn check(&self) -> Result<()> {
-        if self.copy_in_flight.load(Ordering::Acquire) {
+        if self.0.copy_in_flight.load(Ordering::Acquire) {
             return Err(DbError::new(
                 DbErrorKind::ConnectionLost,
                 "a COPY on this connection was dropped mid-way; sqlx cannot bring the \
@@ -142,9 +146,9 @@ impl CallState {
     /// Runs `call` with the call mark set while it is in flight, after [`CallState::check`].
     async fn call<T>(&self, call: impl Future<Output = Result<T>>) -> Result<T> {
         self.check()?;
-        self.call_in_flight.store(true, Ordering::Release);
+        self.0.call_in_flight.store(true, Ordering::Release);
         let done = call.await;
-        self.call_in_flight.store(false, Ordering::Release);
+        self.0.call_in_flight.store(false, Ordering::Release);
         done
     }
 
@@ -152,15 +156,16 @@ impl CallState {
     /// COPY left set also keeps the connection from being [settled](CallState::settled)).
     async fn copy(&self, copy: impl Future<Output = Result<u64>>) -> Result<u64> {
         self.check()?;
-        self.copy_in_flight.store(true, Ordering::Release);
+        self.0.copy_in_flight.store(true, Ordering::Release);
         let copied = copy.await;
-        self.copy_in_flight.store(false, Ordering::Release);
+        self.0.copy_in_flight.store(false, Ordering::Release);
         copied
     }
 
     /// True when nothing was dropped mid-way on the connection.
     fn settled(&self) -> bool {
-        !self.copy_in_flight.load(Ordering::Acquire) && !self.call_in_flight.load(Ordering::Acquire)
+        !self.0.copy_in_flight.load(Ordering::Acquire)
+            && !self.0.call_in_flight.load(Ordering::Acquire)
     }
 }
 
@@ -258,17 +263,27 @@ where
     /// connection.
     async fn rows(&mut self, stmt: &Statement) -> Result<Vec<PgRow>> {
         let query = bound(stmt)?.persistent(self.2 == Statements::Cached);
+        self.on_connection(async move |conn| query.fetch_all(conn).await.map_err(db_error))
+            .await
+    }
+
+    /// Runs `run` on the connection as one call ([`CallState::call`]), in a transaction of its
+    /// own when the executor's statements need one ([`Self::needs_own_transaction`]).
+    async fn on_connection<T>(
+        &mut self,
+        run: impl AsyncFnOnce(&mut PgConnection) -> Result<T>,
+    ) -> Result<T> {
         let own_transaction = self.needs_own_transaction();
         let conn = &mut *self.0;
         self.1
             .call(async move {
                 if own_transaction {
                     let mut tx = conn.begin().await.map_err(db_error)?;
-                    let rows = query.fetch_all(&mut *tx).await.map_err(db_error)?;
+                    let done = run(&mut tx).await?;
                     tx.commit().await.map_err(db_error)?;
-                    Ok(rows)
+                    Ok(done)
                 } else {
-                    query.fetch_all(conn).await.map_err(db_error)
+                    run(conn).await
                 }
             })
             .await
@@ -286,20 +301,8 @@ where
 
     async fn execute(&mut self, stmt: &Statement) -> Result<u64> {
         let query = bound(stmt)?.persistent(self.2 == Statements::Cached);
-        let own_transaction = self.needs_own_transaction();
-        let conn = &mut *self.0;
         let done: PgQueryResult = self
-            .1
-            .call(async move {
-                if own_transaction {
-                    let mut tx = conn.begin().await.map_err(db_error)?;
-                    let done = query.execute(&mut *tx).await.map_err(db_error)?;
-                    tx.commit().await.map_err(db_error)?;
-                    Ok(done)
-                } else {
-                    query.execute(conn).await.map_err(db_error)
-                }
-            })
+            .on_connection(async move |conn| query.execute(conn).await.map_err(db_error))
             .await?;
         Ok(done.rows_affected())
     }

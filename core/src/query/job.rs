@@ -174,7 +174,8 @@ pub(crate) fn job_insert_plain_many(
     let kinds: Vec<String> = params.iter().map(|p| p.kind.clone()).collect();
     let args = params
         .iter()
-        .map(|p| args_text(p))
+        .copied()
+        .map(args_text)
         .collect::<Result<Vec<String>>>()?;
     if let Some(first) = params.first()
         && params.iter().all(|p| {
