@@ -385,6 +385,7 @@ macro_rules! __conformance_cases {
                 up_to_a_target_then_the_rest, status_reports_applied_and_pending,
                 unknown_target_is_an_error, two_migrators_racing_apply_each_version_once,
                 mixed_case_schema_is_quoted, finalized_at_check_is_enforced,
+                row_rules_refuse_each_bad_row_by_name,
             }
         }
     };

@@ -43,6 +43,8 @@ migrations! {
     4 => "004_validate_job_queue_name_check",
     5 => "005_queue_name_check_without_repetition",
     6 => "006_validate_queue_name_check",
+    7 => "007_job_row_rules_in_one_check",
+    8 => "008_validate_job_row_rules",
 }
 
 /// The latest version.

@@ -1,6 +1,6 @@
 //! Migrations up, down and up again, status, and racing migrators, on the driver's connections.
 
-use pgmill::driver::{Driver, Executor, Statement};
+use pgmill::driver::{Driver, Executor, Statement, Transaction};
 use pgmill::{Direction, Migrator, Schema};
 
 use crate::{Harness, TestContext, testdb};
@@ -119,7 +119,8 @@ pub async fn up_down_up_again_works<H: Harness>() {
 }
 
 /// What a version's tables are made of: every column with its type and default, every constraint
-/// with its definition and whether it is validated, every index with its definition; sorted.
+/// with its definition and whether it is validated, every index with its definition, and the name
+/// of every function; sorted.
 async fn table_shape<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> {
     let stmt = Statement::new(
         "SELECT name FROM ( \
@@ -137,6 +138,8 @@ async fn table_shape<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> 
            UNION ALL SELECT format('index %s', pg_get_indexdef(i.indexrelid)) \
              FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
              JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1::text \
+           UNION ALL SELECT format('function %s', p.proname) FROM pg_proc p \
+             JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1::text \
          ) s ORDER BY name",
     )
     .bind(schema.name());
@@ -144,7 +147,7 @@ async fn table_shape<E: Executor>(exec: &mut E, schema: &Schema) -> Vec<String> 
 }
 
 /// Every version's `down` gives back exactly the tables of the version before it: the same
-/// columns, constraints (validated or not) and indexes as going up to that version did.
+/// columns, constraints (validated or not), indexes and functions as going up to that version did.
 pub async fn every_down_restores_the_version_before<H: Harness>() {
     let ctx = TestContext::<H::Driver>::new::<H>().await;
     let mut conn = ctx.conn().await;
@@ -286,4 +289,109 @@ pub async fn finalized_at_check_is_enforced<H: Harness>() {
     assert_eq!(row[0].get::<String>("queue").unwrap(), "default");
     assert_eq!(row[0].get::<i64>("priority").unwrap(), 1);
     let _ = ctx.driver.clone().acquire().await.expect("pool still fine");
+}
+
+/// Each of the job table's row rules refuses a row that breaks only it, on insert and on update,
+/// with SQLSTATE 23514 and the rule's name; rows at the edges of every rule are let in; the rules
+/// hold in a session whose search path puts look-alike functions before `pg_catalog`; and they
+/// are one validated constraint.
+pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    let mut conn = ctx.conn().await;
+    let long = |c: &str, n: usize| c.repeat(n);
+    let refused: [(&str, String); 12] = [
+        ("finalized_at_iff_final", "(kind, state) VALUES ('k', 'completed')".into()),
+        ("finalized_at_iff_final", "(kind, finalized_at) VALUES ('k', now())".into()),
+        ("priority_in_range", "(kind, priority) VALUES ('k', 0)".into()),
+        ("priority_in_range", "(kind, priority) VALUES ('k', 5)".into()),
+        ("queue_length", "(kind, queue) VALUES ('k', '')".into()),
+        ("queue_length", format!("(kind, queue) VALUES ('k', '{}')", long("q", 129))),
+        ("queue_name", "(kind, queue) VALUES ('k', 'bad queue')".into()),
+        ("kind_length", format!("(kind) VALUES ('{}')", long("k", 129))),
+        ("max_attempts_positive", "(kind, max_attempts) VALUES ('k', 0)".into()),
+        ("attempt_not_negative", "(kind, attempt) VALUES ('k', -1)".into()),
+        ("args_is_object_or_array", "(kind, args) VALUES ('k', '\"text\"')".into()),
+        ("metadata_is_object", "(kind, metadata) VALUES ('k', '[]')".into()),
+    ];
+    for (rule, values) in &refused {
+        let err = conn
+            .execute(&ctx.stmt(&format!("INSERT INTO {{schema}}.pgmill_job {values}")))
+            .await
+            .expect_err("breaks a rule");
+        assert_eq!(err.sqlstate(), Some("23514"), "{values}: {err}");
+        assert!(err.to_string().contains(&format!("\"{rule}\"")), "{values}: {err}");
+    }
+    let edges = [
+        format!(
+            "(kind, queue, priority, max_attempts, attempt, args, metadata) VALUES \
+             ('{}', '{}', 4, 1, 0, '[]', '{{}}')",
+            long("é", 128),
+            long("aZ09_.:/-", 14) + "xy"
+        ),
+        "(kind, priority, args, state, finalized_at) VALUES ('k', 1, '{}', 'discarded', now())"
+            .into(),
+        "(kind, queue) VALUES ('k', 'default')".into(),
+    ];
+    for values in &edges {
+        conn.execute(&ctx.stmt(&format!("INSERT INTO {{schema}}.pgmill_job {values}")))
+            .await
+            .unwrap_or_else(|e| panic!("{values}: {e}"));
+    }
+    // Updates are held to the same rules.
+    for (rule, set) in [
+        ("priority_in_range", "priority = 9"),
+        ("queue_name", "queue = 'semi;colon'"),
+        ("finalized_at_iff_final", "state = 'completed'"),
+    ] {
+        let err = conn
+            .execute(&ctx.stmt(&format!(
+                "UPDATE {{schema}}.pgmill_job SET {set} WHERE queue = 'default'"
+            )))
+            .await
+            .expect_err("breaks a rule");
+        assert_eq!(err.sqlstate(), Some("23514"), "{set}: {err}");
+        assert!(err.to_string().contains(&format!("\"{rule}\"")), "{set}: {err}");
+    }
+    // A session whose search path finds a look-alike char_length before pg_catalog's.
+    ctx.script(&ctx.schema.render(
+        "CREATE FUNCTION {schema}.char_length(text) RETURNS integer \
+         LANGUAGE sql IMMUTABLE AS 'SELECT 1'",
+    ))
+    .await;
+    let mut tx = conn.begin().await.expect("begin");
+    tx.execute(&Statement::new(format!(
+        "SET LOCAL search_path = {}, pg_catalog",
+        ctx.schema.quoted()
+    )))
+    .await
+    .expect("search path");
+    let looked_alike: i32 = tx
+        .query_scalar(&Statement::new("SELECT char_length('three') AS n"))
+        .await
+        .expect("look-alike");
+    assert_eq!(looked_alike, 1, "the look-alike is the one the session finds");
+    let err = tx
+        .execute(&ctx.stmt(&format!(
+            "INSERT INTO {{schema}}.pgmill_job (kind) VALUES ('{}')",
+            long("k", 129)
+        )))
+        .await
+        .expect_err("still too long");
+    assert!(err.to_string().contains("\"kind_length\""), "{err}");
+    tx.rollback().await.expect("rollback");
+    let constraints = ctx
+        .conn()
+        .await
+        .query(&ctx.stmt(
+            "SELECT conname::text AS name, convalidated AS validated FROM pg_constraint \
+             WHERE conrelid = '{schema}.pgmill_job'::regclass AND contype = 'c'",
+        ))
+        .await
+        .expect("constraints");
+    let constraints: Vec<(String, bool)> = constraints
+        .iter()
+        .map(|r| (r.get("name").unwrap(), r.get("validated").unwrap()))
+        .collect();
+    assert_eq!(constraints, [("row_is_valid".to_owned(), true)]);
+    assert_eq!(ctx.count("pgmill_job").await, edges.len() as i64);
 }

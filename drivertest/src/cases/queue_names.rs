@@ -158,7 +158,7 @@ pub async fn queue_name_check_applies_under_running_clients_and_keeps_bad_rows<H
     assert_eq!(unserved[0].name, "pgmill:invalid");
     assert_eq!(unserved[0].counts.get(&JobState::Available), Some(&3));
 
-    // A bad name cannot be written any more, and the constraint is validated.
+    // A bad name cannot be written any more, and the constraint holding the rule is validated.
     for name in ["bad queue", "é", ""] {
         let err = ctx
             .conn()
@@ -176,7 +176,7 @@ pub async fn queue_name_check_applies_under_running_clients_and_keeps_bad_rows<H
         .await
         .query(&ctx.stmt(
             "SELECT convalidated AS v FROM pg_constraint \
-             WHERE conname = 'queue_name' AND conrelid = '{schema}.pgmill_job'::regclass",
+             WHERE conname = 'row_is_valid' AND conrelid = '{schema}.pgmill_job'::regclass",
         ))
         .await
         .unwrap();
