@@ -300,18 +300,51 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
     let mut conn = ctx.conn().await;
     let long = |c: &str, n: usize| c.repeat(n);
     let refused: [(&str, String); 12] = [
-        ("finalized_at_iff_final", "(kind, state) VALUES ('k', 'completed')".into()),
-        ("finalized_at_iff_final", "(kind, finalized_at) VALUES ('k', now())".into()),
-        ("priority_in_range", "(kind, priority) VALUES ('k', 0)".into()),
-        ("priority_in_range", "(kind, priority) VALUES ('k', 5)".into()),
+        (
+            "finalized_at_iff_final",
+            "(kind, state) VALUES ('k', 'completed')".into(),
+        ),
+        (
+            "finalized_at_iff_final",
+            "(kind, finalized_at) VALUES ('k', now())".into(),
+        ),
+        (
+            "priority_in_range",
+            "(kind, priority) VALUES ('k', 0)".into(),
+        ),
+        (
+            "priority_in_range",
+            "(kind, priority) VALUES ('k', 5)".into(),
+        ),
         ("queue_length", "(kind, queue) VALUES ('k', '')".into()),
-        ("queue_length", format!("(kind, queue) VALUES ('k', '{}')", long("q", 129))),
-        ("queue_name", "(kind, queue) VALUES ('k', 'bad queue')".into()),
-        ("kind_length", format!("(kind) VALUES ('{}')", long("k", 129))),
-        ("max_attempts_positive", "(kind, max_attempts) VALUES ('k', 0)".into()),
-        ("attempt_not_negative", "(kind, attempt) VALUES ('k', -1)".into()),
-        ("args_is_object_or_array", "(kind, args) VALUES ('k', '\"text\"')".into()),
-        ("metadata_is_object", "(kind, metadata) VALUES ('k', '[]')".into()),
+        (
+            "queue_length",
+            format!("(kind, queue) VALUES ('k', '{}')", long("q", 129)),
+        ),
+        (
+            "queue_name",
+            "(kind, queue) VALUES ('k', 'bad queue')".into(),
+        ),
+        (
+            "kind_length",
+            format!("(kind) VALUES ('{}')", long("k", 129)),
+        ),
+        (
+            "max_attempts_positive",
+            "(kind, max_attempts) VALUES ('k', 0)".into(),
+        ),
+        (
+            "attempt_not_negative",
+            "(kind, attempt) VALUES ('k', -1)".into(),
+        ),
+        (
+            "args_is_object_or_array",
+            "(kind, args) VALUES ('k', '\"text\"')".into(),
+        ),
+        (
+            "metadata_is_object",
+            "(kind, metadata) VALUES ('k', '[]')".into(),
+        ),
     ];
     for (rule, values) in &refused {
         let err = conn
@@ -319,7 +352,10 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
             .await
             .expect_err("breaks a rule");
         assert_eq!(err.sqlstate(), Some("23514"), "{values}: {err}");
-        assert!(err.to_string().contains(&format!("\"{rule}\"")), "{values}: {err}");
+        assert!(
+            err.to_string().contains(&format!("\"{rule}\"")),
+            "{values}: {err}"
+        );
     }
     let edges = [
         format!(
@@ -350,7 +386,10 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
             .await
             .expect_err("breaks a rule");
         assert_eq!(err.sqlstate(), Some("23514"), "{set}: {err}");
-        assert!(err.to_string().contains(&format!("\"{rule}\"")), "{set}: {err}");
+        assert!(
+            err.to_string().contains(&format!("\"{rule}\"")),
+            "{set}: {err}"
+        );
     }
     // A session whose search path finds a look-alike char_length before pg_catalog's.
     ctx.script(&ctx.schema.render(
@@ -369,7 +408,10 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
         .query_scalar(&Statement::new("SELECT char_length('three') AS n"))
         .await
         .expect("look-alike");
-    assert_eq!(looked_alike, 1, "the look-alike is the one the session finds");
+    assert_eq!(
+        looked_alike, 1,
+        "the look-alike is the one the session finds"
+    );
     let err = tx
         .execute(&ctx.stmt(&format!(
             "INSERT INTO {{schema}}.pgmill_job (kind) VALUES ('{}')",
