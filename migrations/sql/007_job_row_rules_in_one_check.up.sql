@@ -58,7 +58,8 @@ BEGIN
     THEN
         RETURN true;
     END IF;
-    -- Which rule, for the error: the first one broken, in the order versions 1 to 6 checked them.
+    -- Which rule, for the error: the first one broken, in the order version 1 listed them, the
+    -- queue's characters (version 3's rule) last.
     IF (state IN ('completed', 'cancelled', 'discarded')) <> (finalized_at IS NOT NULL) THEN
         violated := 'finalized_at_iff_final';
         detail := pg_catalog.format(
