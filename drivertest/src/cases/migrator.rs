@@ -298,7 +298,6 @@ pub async fn finalized_at_check_is_enforced<H: Harness>() {
 pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
     let ctx = TestContext::<H::Driver>::migrated::<H>().await;
     let mut conn = ctx.conn().await;
-    let long = |c: &str, n: usize| c.repeat(n);
     let refused: [(&str, String); 12] = [
         (
             "finalized_at_iff_final",
@@ -319,7 +318,7 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
         ("queue_length", "(kind, queue) VALUES ('k', '')".into()),
         (
             "queue_length",
-            format!("(kind, queue) VALUES ('k', '{}')", long("q", 129)),
+            format!("(kind, queue) VALUES ('k', '{}')", "q".repeat(129)),
         ),
         (
             "queue_name",
@@ -327,7 +326,7 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
         ),
         (
             "kind_length",
-            format!("(kind) VALUES ('{}')", long("k", 129)),
+            format!("(kind) VALUES ('{}')", "k".repeat(129)),
         ),
         (
             "max_attempts_positive",
@@ -347,22 +346,15 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
         ),
     ];
     for (rule, values) in &refused {
-        let err = conn
-            .execute(&ctx.stmt(&format!("INSERT INTO {{schema}}.pgmill_job {values}")))
-            .await
-            .expect_err("breaks a rule");
-        assert_eq!(err.sqlstate(), Some("23514"), "{values}: {err}");
-        assert!(
-            err.to_string().contains(&format!("\"{rule}\"")),
-            "{values}: {err}"
-        );
+        let insert = format!("INSERT INTO {{schema}}.pgmill_job {values}");
+        assert_refused_by(&mut conn, &ctx.stmt(&insert), rule).await;
     }
     let edges = [
         format!(
             "(kind, queue, priority, max_attempts, attempt, args, metadata) VALUES \
              ('{}', '{}', 4, 1, 0, '[]', '{{}}')",
-            long("é", 128),
-            long("aZ09_.:/-", 14) + "xy"
+            "é".repeat(128),
+            "aZ09_.:/-".repeat(14) + "xy"
         ),
         "(kind, priority, args, state, finalized_at) VALUES ('k', 1, '{}', 'discarded', now())"
             .into(),
@@ -379,17 +371,8 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
         ("queue_name", "queue = 'semi;colon'"),
         ("finalized_at_iff_final", "state = 'completed'"),
     ] {
-        let err = conn
-            .execute(&ctx.stmt(&format!(
-                "UPDATE {{schema}}.pgmill_job SET {set} WHERE queue = 'default'"
-            )))
-            .await
-            .expect_err("breaks a rule");
-        assert_eq!(err.sqlstate(), Some("23514"), "{set}: {err}");
-        assert!(
-            err.to_string().contains(&format!("\"{rule}\"")),
-            "{set}: {err}"
-        );
+        let update = format!("UPDATE {{schema}}.pgmill_job SET {set} WHERE queue = 'default'");
+        assert_refused_by(&mut conn, &ctx.stmt(&update), rule).await;
     }
     // A session whose search path finds a look-alike char_length before pg_catalog's.
     ctx.script(&ctx.schema.render(
@@ -415,7 +398,7 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
     let err = tx
         .execute(&ctx.stmt(&format!(
             "INSERT INTO {{schema}}.pgmill_job (kind) VALUES ('{}')",
-            long("k", 129)
+            "k".repeat(129)
         )))
         .await
         .expect_err("still too long");
@@ -436,4 +419,15 @@ pub async fn row_rules_refuse_each_bad_row_by_name<H: Harness>() {
         .collect();
     assert_eq!(constraints, [("row_is_valid".to_owned(), true)]);
     assert_eq!(ctx.count("pgmill_job").await, edges.len() as i64);
+}
+
+/// Asserts that `stmt` fails on the job table's row rule `rule`: SQLSTATE 23514, the rule named.
+async fn assert_refused_by<E: Executor>(exec: &mut E, stmt: &Statement, rule: &str) {
+    let err = exec.execute(stmt).await.expect_err("breaks a rule");
+    let sql = stmt.sql();
+    assert_eq!(err.sqlstate(), Some("23514"), "{sql}: {err}");
+    assert!(
+        err.to_string().contains(&format!("\"{rule}\"")),
+        "{sql}: {err}"
+    );
 }
