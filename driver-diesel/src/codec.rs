@@ -151,6 +151,91 @@ impl<'a, R: NamedRow<'a, Pg>> RowView for InPlaceRow<'_, R> {
     fn value(&mut self, i: usize) -> Result<Value> {
         field_value(self.row, i, self.name(i))
     }
+
+    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
+        self.typed(i, &[ColumnType::Int2], |_, raw| {
+            <i16 as FromSql<SmallInt, Pg>>::from_sql(raw)
+        })
+    }
+
+    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
+        self.typed(i, &[ColumnType::Int8], |_, raw| {
+            <i64 as FromSql<BigInt, Pg>>::from_sql(raw)
+        })
+    }
+
+    fn text(&mut self, i: usize) -> Result<Option<String>> {
+        self.typed(i, &[ColumnType::Text], |_, raw| {
+            <String as FromSql<Text, Pg>>::from_sql(raw)
+        })
+    }
+
+    fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
+        self.typed(i, &[ColumnType::Jsonb, ColumnType::Json], |ty, raw| {
+            if ty == ColumnType::Json {
+                <serde_json::Value as FromSql<Json, Pg>>::from_sql(raw)
+            } else {
+                <serde_json::Value as FromSql<Jsonb, Pg>>::from_sql(raw)
+            }
+        })
+    }
+
+    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
+        self.typed(i, &[ColumnType::Timestamptz], |_, raw| {
+            Ok(timestamp::from_binary(raw.as_bytes())?)
+        })
+    }
+
+    fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
+        self.typed(i, &[ColumnType::TextArray], |_, raw| {
+            <Vec<String> as FromSql<Array<Text>, Pg>>::from_sql(raw)
+        })
+    }
+
+    fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
+        self.typed(
+            i,
+            &[ColumnType::JsonbArray, ColumnType::JsonArray],
+            |ty, raw| {
+                if ty == ColumnType::JsonArray {
+                    <Vec<serde_json::Value> as FromSql<Array<Json>, Pg>>::from_sql(raw)
+                } else {
+                    <Vec<serde_json::Value> as FromSql<Array<Jsonb>, Pg>>::from_sql(raw)
+                }
+            },
+        )
+    }
+}
+
+impl<'a, R: NamedRow<'a, Pg>> InPlaceRow<'_, R> {
+    /// Reads column `i` with `read` when its type is one of `accepted` (the first named in the
+    /// error when it is not), NULL as `None`: straight from the library's field into the Rust
+    /// type, without the [`Value`] [`RowView::value`] builds. diesel hands out no type for a NULL
+    /// field, so a NULL reads as `None` whatever its column's type.
+    fn typed<T>(
+        &self,
+        i: usize,
+        accepted: &[ColumnType],
+        read: impl FnOnce(ColumnType, PgValue<'_>) -> deserialize::Result<T>,
+    ) -> Result<Option<T>> {
+        let name = self.name(i);
+        let field = DieselRow::get(self.row, i)
+            .ok_or_else(|| Error::decode(format!("column {name:?}"), "missing field"))?;
+        let Some(raw) = field.value() else {
+            return Ok(None);
+        };
+        let oid = raw.get_oid().get();
+        let what = || format!("column {name:?} (type oid {oid})");
+        let ty = ColumnType::from_oid(oid)
+            .filter(|ty| accepted.contains(ty))
+            .ok_or_else(|| {
+                let expected = accepted.first().map_or("?", |t| t.pg_type().name());
+                Error::decode(what(), format!("cannot be read as {expected}"))
+            })?;
+        read(ty, raw)
+            .map(Some)
+            .map_err(|e| Error::decode(what(), e.to_string()))
+    }
 }
 
 /// A statement as diesel runs it: core's SQL with each parameter bound with its SQL type.

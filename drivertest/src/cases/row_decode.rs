@@ -137,29 +137,37 @@ pub async fn rows_read_in_place_read_each_type_and_refuse_others<H: Harness>() {
                jsonb_build_object('i', g) AS args, \
                timestamptz '2026-01-02 03:04:05.678901+00' + g * interval '1 second' AS at, \
                ARRAY['a', 'b']::text[] AS names, ARRAY['{\"x\": 1}'::jsonb] AS docs, \
-               NULL::jsonb AS nothing, 'abc'::varchar AS label \
+               NULL::jsonb AS nothing, 'abc'::varchar AS label, \
+               json_build_object('j', g) AS plain, ARRAY['[1, 2]'::json] AS plains \
                FROM generate_series(1, 3) g ORDER BY g";
     let read = conn
         .query_with(&Statement::new(sql), |row| {
             row.expect_columns(&[
-                "id", "small", "kind", "args", "at", "names", "docs", "nothing", "label",
+                "id", "small", "kind", "args", "at", "names", "docs", "nothing", "label", "plain",
+                "plains",
             ])?;
             Ok((
-                row.read::<i64>(0)?,
-                row.read::<i16>(1)?,
-                row.read::<String>(2)?,
-                row.read::<serde_json::Value>(3)?,
-                row.read::<chrono::DateTime<chrono::Utc>>(4)?,
-                row.read::<Vec<String>>(5)?,
-                row.read::<Vec<serde_json::Value>>(6)?,
-                row.read::<Option<serde_json::Value>>(7)?,
-                row.read::<String>(8)?,
+                (
+                    row.read::<i64>(0)?,
+                    row.read::<i16>(1)?,
+                    row.read::<String>(2)?,
+                    row.read::<serde_json::Value>(3)?,
+                    row.read::<chrono::DateTime<chrono::Utc>>(4)?,
+                    row.read::<Vec<String>>(5)?,
+                    row.read::<Vec<serde_json::Value>>(6)?,
+                    row.read::<Option<serde_json::Value>>(7)?,
+                    row.read::<String>(8)?,
+                ),
+                // `json` read by the `jsonb` readers.
+                row.read::<serde_json::Value>(9)?,
+                row.read::<Vec<serde_json::Value>>(10)?,
             ))
         })
         .await
         .unwrap();
     assert_eq!(read.len(), 3);
-    let (id, small, kind, args, at, names, docs, nothing, label) = &read[1];
+    let ((id, small, kind, args, at, names, docs, nothing, label), plain, plains) = &read[1];
+    assert_eq!((plain, plains), (&json!({"j": 2}), &vec![json!([1, 2])]));
     assert_eq!((*id, *small, kind.as_str()), (2, 2, "k2"));
     assert_eq!(*args, json!({"i": 2}));
     assert_eq!(
