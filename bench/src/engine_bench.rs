@@ -54,8 +54,8 @@ impl<D: HostInsert> Contender for EngineBench<'_, D> {
         match scenario.workload {
             Workload::W1InsertBulk => self.insert_bulk(schema, n, n).await,
             Workload::W1InsertBatches => self.insert_bulk(schema, n, opts.batch_size).await,
-            Workload::W2InsertSingle => self.insert_single(schema, n, false).await,
-            Workload::W2InsertTx => self.insert_single(schema, n, true).await,
+            Workload::W2InsertSingle => self.insert_single(schema, n, false, opts).await,
+            Workload::W2InsertTx => self.insert_single(schema, n, true, opts).await,
             Workload::W3Work => self.work(schema, scenario).await,
             Workload::W4Latency => self.latency(schema, scenario, opts).await,
         }
@@ -79,8 +79,13 @@ impl<D: HostInsert> EngineBench<'_, D> {
         }
     }
 
-    fn inserter(&self, schema: &Schema) -> Result<Client<D>, BenchError> {
-        Ok(self.builder(schema).build()?)
+    /// An inserting client, with `--insert-notify-cooldown-ms` when given.
+    fn inserter(&self, schema: &Schema, opts: &BenchOptions) -> Result<Client<D>, BenchError> {
+        let mut builder = self.builder(schema);
+        if let Some(cooldown) = opts.insert_notify_cooldown {
+            builder = builder.insert_notify_cooldown(Some(cooldown));
+        }
+        Ok(builder.build()?)
     }
 
     fn worker_client(
@@ -98,7 +103,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
 
     /// w1: `Client::insert_bulk` of n jobs in calls of `per_call`, each its own transaction.
     async fn insert_bulk(&self, schema: &Schema, n: u64, per_call: u64) -> Result<Run, BenchError> {
-        let client = self.inserter(schema)?;
+        let client = self.builder(schema).build()?;
         let params = bench_params(n)?;
         let per_call = usize::try_from(per_call.max(1)).unwrap_or(usize::MAX);
         let spinner = Progress::spinner(format!(
@@ -123,8 +128,14 @@ impl<D: HostInsert> EngineBench<'_, D> {
     /// w2: n jobs inserted one by one from concurrent tasks: `Client::insert` (each committed on
     /// its own, announced after its commit), or, `in_tx`, `tx.insert_job(..)` in a transaction of
     /// the driver's own library (with the inserter's debounced in-transaction notification).
-    async fn insert_single(&self, schema: &Schema, n: u64, in_tx: bool) -> Result<Run, BenchError> {
-        let client = self.inserter(schema)?;
+    async fn insert_single(
+        &self,
+        schema: &Schema,
+        n: u64,
+        in_tx: bool,
+        opts: &BenchOptions,
+    ) -> Result<Run, BenchError> {
+        let client = self.inserter(schema, opts)?;
         let next = Arc::new(AtomicU64::new(0));
         let progress = Progress::bar(n, format!("{}: single inserts", self.name));
         let stopwatch = Stopwatch::start(self.db).await;
@@ -227,11 +238,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         let client = self.worker_client(schema, scenario, worker)?;
         client.start().await?;
         tokio::time::sleep(IDLE_BEFORE_LATENCY).await;
-        let mut inserter = self.builder(schema);
-        if let Some(cooldown) = opts.insert_notify_cooldown {
-            inserter = inserter.insert_notify_cooldown(Some(cooldown));
-        }
-        let inserter = inserter.build()?;
+        let inserter = self.inserter(schema, opts)?;
         let steal = StealMeter::start();
         let progress = Progress::bar(m, format!("{}: latency inserts", self.name));
         let mut committed: HashMap<JobId, Instant> = HashMap::new();

@@ -95,8 +95,8 @@ pub(crate) struct BenchArgs {
     /// Milliseconds between the inserts of w4_latency.
     #[arg(long, default_value_t = 20)]
     pub(crate) latency_interval_ms: u64,
-    /// Insert notification cooldown of w4_latency's inserting client, in milliseconds (pgmill's
-    /// `Config::insert_notify_cooldown`); pgmill's default when not given.
+    /// Insert notification cooldown of the inserting clients of w2 and w4_latency, in
+    /// milliseconds (pgmill's `Config::insert_notify_cooldown`); pgmill's default when not given.
     #[arg(long, value_name = "MS")]
     pub(crate) insert_notify_cooldown_ms: Option<u64>,
     /// Runs of each scenario per contender, interleaved (the references, then each driver, then
