@@ -171,13 +171,7 @@ impl<'a, R: NamedRow<'a, Pg>> RowView for InPlaceRow<'_, R> {
     }
 
     fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
-        self.typed(i, &[ColumnType::Jsonb, ColumnType::Json], |ty, raw| {
-            if ty == ColumnType::Json {
-                <serde_json::Value as FromSql<Json, Pg>>::from_sql(raw)
-            } else {
-                <serde_json::Value as FromSql<Jsonb, Pg>>::from_sql(raw)
-            }
-        })
+        self.typed(i, &[ColumnType::Jsonb, ColumnType::Json], json_value)
     }
 
     fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
@@ -196,13 +190,7 @@ impl<'a, R: NamedRow<'a, Pg>> RowView for InPlaceRow<'_, R> {
         self.typed(
             i,
             &[ColumnType::JsonbArray, ColumnType::JsonArray],
-            |ty, raw| {
-                if ty == ColumnType::JsonArray {
-                    <Vec<serde_json::Value> as FromSql<Array<Json>, Pg>>::from_sql(raw)
-                } else {
-                    <Vec<serde_json::Value> as FromSql<Array<Jsonb>, Pg>>::from_sql(raw)
-                }
-            },
+            json_values,
         )
     }
 }
@@ -219,8 +207,7 @@ impl<'a, R: NamedRow<'a, Pg>> InPlaceRow<'_, R> {
         read: impl FnOnce(ColumnType, PgValue<'_>) -> deserialize::Result<T>,
     ) -> Result<Option<T>> {
         let name = self.name(i);
-        let field = DieselRow::get(self.row, i)
-            .ok_or_else(|| Error::decode(format!("column {name:?}"), "missing field"))?;
+        let field = field_of(self.row, i, name)?;
         let Some(raw) = field.value() else {
             return Ok(None);
         };
@@ -414,12 +401,7 @@ fn decode(value: PgValue<'_>) -> deserialize::Result<Value> {
         ColumnType::Float8 => Value::Float8(<f64 as FromSql<Double, Pg>>::from_sql(value)?),
         ColumnType::Text => Value::Text(<String as FromSql<Text, Pg>>::from_sql(value)?),
         ColumnType::Bytea => Value::Bytea(<Vec<u8> as FromSql<Binary, Pg>>::from_sql(value)?),
-        ColumnType::Jsonb => {
-            Value::Jsonb(<serde_json::Value as FromSql<Jsonb, Pg>>::from_sql(value)?)
-        }
-        ColumnType::Json => {
-            Value::Jsonb(<serde_json::Value as FromSql<Json, Pg>>::from_sql(value)?)
-        }
+        ColumnType::Jsonb | ColumnType::Json => Value::Jsonb(json_value(ty, value)?),
         // Core's reader of the binary format (diesel's results are binary) takes fewer steps than
         // diesel's `chrono` decoder.
         ColumnType::Timestamptz => Value::Timestamptz(timestamp::from_binary(value.as_bytes())?),
@@ -436,14 +418,9 @@ fn decode(value: PgValue<'_>) -> deserialize::Result<Value> {
         ColumnType::Int8Array => {
             Value::Int8Array(<Vec<i64> as FromSql<Array<BigInt>, Pg>>::from_sql(value)?)
         }
-        ColumnType::JsonbArray => Value::JsonbArray(<Vec<serde_json::Value> as FromSql<
-            Array<Jsonb>,
-            Pg,
-        >>::from_sql(value)?),
-        ColumnType::JsonArray => Value::JsonbArray(<Vec<serde_json::Value> as FromSql<
-            Array<Json>,
-            Pg,
-        >>::from_sql(value)?),
+        ColumnType::JsonbArray | ColumnType::JsonArray => {
+            Value::JsonbArray(json_values(ty, value)?)
+        }
         ColumnType::TimestamptzArray => Value::TimestamptzArray(<Vec<DateTime<Utc>> as FromSql<
             Array<Timestamptz>,
             Pg,
@@ -451,6 +428,24 @@ fn decode(value: PgValue<'_>) -> deserialize::Result<Value> {
         other => return Err(format!("unsupported column type {other:?} (oid {oid})").into()),
     };
     Ok(v)
+}
+
+/// A `jsonb` or, for [`ColumnType::Json`], `json` value, with diesel's decoder for each.
+fn json_value(ty: ColumnType, value: PgValue<'_>) -> deserialize::Result<serde_json::Value> {
+    if ty == ColumnType::Json {
+        <serde_json::Value as FromSql<Json, Pg>>::from_sql(value)
+    } else {
+        <serde_json::Value as FromSql<Jsonb, Pg>>::from_sql(value)
+    }
+}
+
+/// A `jsonb[]` or, for [`ColumnType::JsonArray`], `json[]` value, with diesel's decoder for each.
+fn json_values(ty: ColumnType, value: PgValue<'_>) -> deserialize::Result<Vec<serde_json::Value>> {
+    if ty == ColumnType::JsonArray {
+        <Vec<serde_json::Value> as FromSql<Array<Json>, Pg>>::from_sql(value)
+    } else {
+        <Vec<serde_json::Value> as FromSql<Array<Jsonb>, Pg>>::from_sql(value)
+    }
 }
 
 /// The type a NULL is reported as when no row of the result shows the column's type: diesel hands
@@ -514,8 +509,7 @@ impl QueryableByName<Pg> for DynamicRow {
 
 /// Field `i` (column `name`) of `row`, decoded by its type; NULL as [`UNKNOWN_NULL_TYPE`].
 fn field_value<'a, R: DieselRow<'a, Pg>>(row: &R, i: usize, name: &str) -> Result<Value> {
-    let field = DieselRow::get(row, i)
-        .ok_or_else(|| Error::decode(format!("column {name:?}"), "missing field"))?;
+    let field = field_of(row, i, name)?;
     match field.value() {
         None => Ok(Value::Null(UNKNOWN_NULL_TYPE)),
         Some(raw) => {
@@ -525,6 +519,14 @@ fn field_value<'a, R: DieselRow<'a, Pg>>(row: &R, i: usize, name: &str) -> Resul
             })
         }
     }
+}
+
+/// Field `i` (column `name`) of `row`; an error naming the column when the row has none.
+fn field_of<'a, 'r, R: DieselRow<'a, Pg>>(row: &'r R, i: usize, name: &str) -> Result<R::Field<'r>>
+where
+    'a: 'r,
+{
+    DieselRow::get(row, i).ok_or_else(|| Error::decode(format!("column {name:?}"), "missing field"))
 }
 
 /// Turns decoded rows into core's rows, giving each NULL its column's type when another row of

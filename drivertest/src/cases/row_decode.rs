@@ -147,17 +147,15 @@ pub async fn rows_read_in_place_read_each_type_and_refuse_others<H: Harness>() {
                 "plains",
             ])?;
             Ok((
-                (
-                    row.read::<i64>(0)?,
-                    row.read::<i16>(1)?,
-                    row.read::<String>(2)?,
-                    row.read::<serde_json::Value>(3)?,
-                    row.read::<chrono::DateTime<chrono::Utc>>(4)?,
-                    row.read::<Vec<String>>(5)?,
-                    row.read::<Vec<serde_json::Value>>(6)?,
-                    row.read::<Option<serde_json::Value>>(7)?,
-                    row.read::<String>(8)?,
-                ),
+                row.read::<i64>(0)?,
+                row.read::<i16>(1)?,
+                row.read::<String>(2)?,
+                row.read::<serde_json::Value>(3)?,
+                row.read::<chrono::DateTime<chrono::Utc>>(4)?,
+                row.read::<Vec<String>>(5)?,
+                row.read::<Vec<serde_json::Value>>(6)?,
+                row.read::<Option<serde_json::Value>>(7)?,
+                row.read::<String>(8)?,
                 // `json` read by the `jsonb` readers.
                 row.read::<serde_json::Value>(9)?,
                 row.read::<Vec<serde_json::Value>>(10)?,
@@ -166,7 +164,7 @@ pub async fn rows_read_in_place_read_each_type_and_refuse_others<H: Harness>() {
         .await
         .unwrap();
     assert_eq!(read.len(), 3);
-    let ((id, small, kind, args, at, names, docs, nothing, label), plain, plains) = &read[1];
+    let (id, small, kind, args, at, names, docs, nothing, label, plain, plains) = &read[1];
     assert_eq!((plain, plains), (&json!({"j": 2}), &vec![json!([1, 2])]));
     assert_eq!((*id, *small, kind.as_str()), (2, 2, "k2"));
     assert_eq!(*args, json!({"i": 2}));
