@@ -158,7 +158,6 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
     let db = BenchDatabase::open(url).await?;
     let about = db.describe().await?;
     progress::note(&format!("pgmill bench on {about}"));
-    // Each driver, and after it the same driver with metrics on (--metrics).
     // Each driver, after it the same driver with metrics on (--metrics) and, for w2_insert_tx,
     // the hand-written reference on its library (`<driver>_plain`).
     let all_drivers: Vec<(BenchDriver, Variant)> = args

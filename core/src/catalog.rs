@@ -74,6 +74,7 @@ queries! {
     JobInsertPlainAlike => "job/job_insert_plain_alike.sql",
     JobInsertPlainMany => "job/job_insert_plain_many.sql",
     JobInsertPlainOne => "job/job_insert_plain_one.sql",
+    JobInsertPlainOneNotify => "job/job_insert_plain_one_notify.sql",
     JobInsertUniqueMany => "job/job_insert_unique_many.sql",
     JobList => "job/job_list.sql",
     JobListNewest => "job/job_list_newest.sql",

@@ -5,7 +5,7 @@
 -- bound here or the column's default, which the client fills in (JobRow::from_inserted).
 -- With a channel in $11 (given only for a job due now: not pending, no scheduled_at and no
 -- schedule_in), the statement also notifies it of the queue, as job_notify_insert.sql would, so
--- the notification leaves with the insert's own commit (see job_insert_plain_one.sql).
+-- the notification leaves with the insert's own commit (see job_insert_plain_one_notify.sql).
 -- Also returns the inserting transaction's id (xact_id), as job_insert_plain_one.sql does.
 -- $1: queue
 -- $2: kind

@@ -63,15 +63,21 @@ pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) ->
     let channel = (notify && p.is_due_now()).then(|| schema.channel(crate::notifier::TOPIC_INSERT));
     let args = args_text(p)?;
     if p.is_due_now() && CopyShape::of(p) == CopyShape::Plain {
-        // Nothing for the server to decide or parse beyond the args (job_insert_plain_one.sql).
-        return Ok(schema
-            .statement(Query::JobInsertPlainOne)
-            .bind(p.queue.as_str())
-            .bind(p.kind.as_str())
-            .bind(args)
-            .bind(p.priority)
-            .bind(p.max_attempts)
-            .bind(channel));
+        // Nothing for the server to decide or parse beyond the args (job_insert_plain_one.sql),
+        // and without a notification no subquery to carry one.
+        let plain = |query| {
+            schema
+                .statement(query)
+                .bind(p.queue.as_str())
+                .bind(p.kind.as_str())
+                .bind(args)
+                .bind(p.priority)
+                .bind(p.max_attempts)
+        };
+        return Ok(match channel {
+            Some(channel) => plain(Query::JobInsertPlainOneNotify).bind(channel),
+            None => plain(Query::JobInsertPlainOne),
+        });
     }
     Ok(schema
         .statement(Query::JobInsertOne)
@@ -108,12 +114,30 @@ pub(crate) struct InsertedRow {
 }
 
 impl InsertedRow {
-    /// The columns [`job_insert_one`]'s statements return, in order.
+    /// The columns job_insert_one.sql returns, in order.
     const COLUMNS: [&'static str; 5] = ["id", "state", "created_at", "scheduled_at", "xact_id"];
+
+    /// The columns the plain forms (job_insert_plain_one.sql and its notifying twin) return, in
+    /// order: their job is available and scheduled at its creation (both columns default to the
+    /// same `now()`), so only the time is sent.
+    const PLAIN_COLUMNS: [&'static str; 3] = ["id", "created_at", "xact_id"];
 
     /// Decodes a row of [`job_insert_one`]'s statements in place, by position (checked against
     /// the names the statements give), with the inserting transaction's id.
     pub(crate) fn read(row: &mut dyn RowView) -> Result<WithXact<InsertedRow>> {
+        if row.width() == Self::PLAIN_COLUMNS.len() {
+            row.expect_columns(&Self::PLAIN_COLUMNS)?;
+            let created_at = row.read(1)?;
+            return Ok(WithXact {
+                row: InsertedRow {
+                    id: JobId(row.read(0)?),
+                    state: JobState::Available,
+                    created_at,
+                    scheduled_at: created_at,
+                },
+                xact_id: row.read(2)?,
+            });
+        }
         row.expect_columns(&Self::COLUMNS)?;
         Ok(WithXact {
             row: InsertedRow {

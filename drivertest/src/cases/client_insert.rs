@@ -472,16 +472,25 @@ pub async fn single_insert_returns_the_row_as_stored<H: Harness>() {
         assert_eq!(job, stored, "Client::insert_with");
         assert_eq!(job.state, whole.state);
 
+        // Twice in one transaction: a job due now is inserted by the statement that notifies its
+        // queue the first time, and by the one without a notification the second (the cooldown
+        // holds it back), which return different columns.
         let mut conn = ctx.conn().await;
         let mut tx = conn.begin().await.unwrap();
-        let job = client
-            .inserter()
-            .insert_with(&mut tx, RawTask(args.clone()), opts)
-            .await
-            .unwrap()
-            .job;
+        let mut jobs = Vec::new();
+        for _ in 0..2 {
+            let job = client
+                .inserter()
+                .insert_with(&mut tx, RawTask(args.clone()), opts.clone())
+                .await
+                .unwrap()
+                .job;
+            jobs.push(job);
+        }
         pgmill::driver::Transaction::commit(tx).await.unwrap();
-        let stored = client.job_get(job.id).await.unwrap().expect("stored");
-        assert_eq!(job, stored, "Inserter::insert_with in a transaction");
+        for job in jobs {
+            let stored = client.job_get(job.id).await.unwrap().expect("stored");
+            assert_eq!(job, stored, "Inserter::insert_with in a transaction");
+        }
     }
 }
