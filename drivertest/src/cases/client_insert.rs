@@ -472,9 +472,9 @@ pub async fn single_insert_returns_the_row_as_stored<H: Harness>() {
         assert_eq!(job, stored, "Client::insert_with");
         assert_eq!(job.state, whole.state);
 
-        // Twice in one transaction: a job due now is inserted by the statement that notifies its
-        // queue the first time, and by the one without a notification the second (the cooldown
-        // holds it back), which return different columns.
+        // Twice in one transaction: whichever statement each insert takes (carrying its queue's
+        // notification, or without it when the cooldown holds it back), the row it returns is
+        // the row stored.
         let mut conn = ctx.conn().await;
         let mut tx = conn.begin().await.unwrap();
         let mut jobs = Vec::new();
