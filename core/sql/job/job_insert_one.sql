@@ -2,7 +2,7 @@
 -- document to take apart. State is decided with the database clock: pending when asked,
 -- scheduled when due in the future, available otherwise. Returns only the columns the database
 -- decides (id, state, created_at, scheduled_at); every other column of the new row is what was
--- bound here or the column's default, which the client fills in (JobRow::from_inserted).
+-- bound here or the column's default, which the client fills in (InsertedRow::into_job).
 -- With a channel in $11 (given only for a job due now: not pending, no scheduled_at and no
 -- schedule_in), the statement also notifies it of the queue, as job_notify_insert.sql would, so
 -- the notification leaves with the insert's own commit (see job_insert_plain_one_notify.sql).
