@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_diesel::postgres::{Manager, Object, Pool};
+use deadpool_diesel::postgres::{Manager, Object, Pool, QueueMode};
 use deadpool_diesel::{ManagerConfig, RecyclingMethod, Runtime};
 use pgmill::driver::{Driver, WarmConnections};
 use pgmill::{Error, Result};
@@ -56,8 +56,11 @@ impl fmt::Debug for DieselDriver {
 impl DieselDriver {
     /// Builds a pool of at most `max_size` connections to `url` and checks that one connects.
     ///
-    /// The pool waits at most 30 seconds for a free connection and for opening or checking one;
-    /// build your own pool and use [`DieselDriver::from_pool`] for other settings.
+    /// The pool waits at most 30 seconds for a free connection and for opening or checking one,
+    /// and hands out the connection returned last first ([`QueueMode::Lifo`]; deadpool's default
+    /// is the one returned first), so the few callers busy at a time keep to the same few server
+    /// backends instead of rotating through all of them. Build your own pool and use
+    /// [`DieselDriver::from_pool`] for other settings.
     ///
     /// # Errors
     ///
@@ -74,6 +77,7 @@ impl DieselDriver {
         );
         let pool = Pool::builder(manager)
             .max_size(max_size as usize)
+            .queue_mode(QueueMode::Lifo)
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(POOL_TIMEOUT))
             .create_timeout(Some(POOL_TIMEOUT))

@@ -182,6 +182,38 @@ mod diesel_driver {
         tokio::task::spawn_blocking(f)
     }
 
+    /// The pool built by `connect` hands out the connection returned last (LIFO), so a few
+    /// callers at a time keep to the same few server backends instead of rotating through all.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connect_builds_a_pool_that_hands_out_the_connection_returned_last() {
+        let driver = DieselDriver::connect(&pgmill_drivertest::testdb::url(), 4)
+            .await
+            .unwrap();
+        async fn pid_of(object: &deadpool_diesel::postgres::Object) -> i32 {
+            object
+                .interact(|conn| {
+                    conn.pgmill()
+                        .query_scalar::<i32>(&Statement::new("SELECT pg_backend_pid() AS pid"))
+                })
+                .await
+                .expect("interact")
+                .expect("pid")
+        }
+        let first = driver.pool().get().await.expect("first checkout");
+        let second = driver.pool().get().await.expect("second checkout");
+        let (first_pid, second_pid) = (pid_of(&first).await, pid_of(&second).await);
+        assert_ne!(first_pid, second_pid, "two connections at once");
+        // Returned in this order, the second is the one returned last.
+        drop(first);
+        drop(second);
+        let next = driver.pool().get().await.expect("next checkout");
+        assert_eq!(
+            pid_of(&next).await,
+            second_pid,
+            "the connection returned last comes first"
+        );
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn blocking_transaction_dropped_without_commit_rolls_back() {
         let ctx = with_table().await;

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod};
 use pgmill::driver::Driver;
 use pgmill::{Error, Result};
 use tokio_postgres::{Config, NoTls};
@@ -44,8 +44,11 @@ impl TokioPostgresDriver {
     ///
     /// Opens one connection to check that the database can be reached; it stays in the pool. The
     /// pool recycles connections with [`RecyclingMethod::Fast`] (a closed connection is replaced;
-    /// no query is run on checkout). For TLS, timeouts or other pool settings, build the pool
-    /// yourself and use [`TokioPostgresDriver::from_pool`].
+    /// no query is run on checkout) and hands out the connection returned last first
+    /// ([`QueueMode::Lifo`]; deadpool's default is the one returned first), so the few callers
+    /// busy at a time keep to the same few server backends instead of rotating through all of
+    /// them. For TLS, timeouts or other pool settings, build the pool yourself (with
+    /// `.queue_mode(QueueMode::Lifo)` for the same) and use [`TokioPostgresDriver::from_pool`].
     ///
     /// # Errors
     ///
@@ -70,6 +73,7 @@ impl TokioPostgresDriver {
         );
         let pool = Pool::builder(manager)
             .max_size(max_size)
+            .queue_mode(QueueMode::Lifo)
             .build()
             .map_err(|e| Error::InvalidConfig(format!("cannot build the pool: {e}")))?;
         drop(pool.get().await.map_err(pool_error)?);

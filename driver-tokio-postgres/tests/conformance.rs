@@ -57,6 +57,30 @@ mod tokio_postgres_driver {
         tx.rollback().await.expect("rollback");
     }
 
+    /// The pool built by `connect` hands out the connection returned last (LIFO), so a few
+    /// callers at a time keep to the same few server backends instead of rotating through all.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connect_builds_a_pool_that_hands_out_the_connection_returned_last() {
+        let driver = TokioPostgresDriver::connect(&testdb::url(), 4)
+            .await
+            .expect("driver connects");
+        let pid = "SELECT pg_backend_pid()";
+        let first = driver.pool().get().await.expect("first checkout");
+        let second = driver.pool().get().await.expect("second checkout");
+        let first_pid: i32 = first.query_one(pid, &[]).await.unwrap().get(0);
+        let second_pid: i32 = second.query_one(pid, &[]).await.unwrap().get(0);
+        assert_ne!(first_pid, second_pid, "two connections at once");
+        // Returned in this order, the second is the one returned last.
+        drop(first);
+        drop(second);
+        let next = driver.pool().get().await.expect("next checkout");
+        let next_pid: i32 = next.query_one(pid, &[]).await.unwrap().get(0);
+        assert_eq!(
+            next_pid, second_pid,
+            "the connection returned last comes first"
+        );
+    }
+
     #[derive(serde::Serialize, serde::Deserialize)]
     struct Receipt {
         order_id: i64,
