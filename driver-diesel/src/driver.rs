@@ -59,8 +59,9 @@ impl DieselDriver {
     /// The pool waits at most 30 seconds for a free connection and for opening or checking one,
     /// and hands out the connection returned last first ([`QueueMode::Lifo`]; deadpool's default
     /// is the one returned first), so the few callers busy at a time keep to the same few server
-    /// backends instead of rotating through all of them. Build your own pool and use
-    /// [`DieselDriver::from_pool`] for other settings.
+    /// backends instead of rotating through all of them. Build your own pool (with
+    /// `.queue_mode(QueueMode::Lifo)` for the same) and use [`DieselDriver::from_pool`] for other
+    /// settings.
     ///
     /// # Errors
     ///
