@@ -68,6 +68,9 @@ pub(crate) enum Measurement {
         /// The share (0 to 1) of the machine's CPU time the hypervisor took during the phase
         /// (steal time), where it can be read.
         stolen: Option<f64>,
+        /// The speed probe's median time (ms) for its fixed work during the phase, where it
+        /// sampled enough (see [`crate::speed_probe`]).
+        probe_ms: Option<f64>,
         /// WAL and write transactions of the phase, where they can be read.
         db_cost: Option<DbCost>,
     },
@@ -78,6 +81,9 @@ pub(crate) enum Measurement {
         /// The share (0 to 1) of the machine's CPU time the hypervisor took during the inserts
         /// and starts, where it can be read.
         stolen: Option<f64>,
+        /// The speed probe's median time (ms) for its fixed work during the inserts and starts,
+        /// where it sampled enough.
+        probe_ms: Option<f64>,
     },
 }
 
@@ -86,6 +92,15 @@ impl Measurement {
     pub(crate) fn stolen(&self) -> Option<f64> {
         match self {
             Measurement::Throughput { stolen, .. } | Measurement::Latency { stolen, .. } => *stolen,
+        }
+    }
+
+    /// The speed probe's median time (ms) during the run, where it sampled enough.
+    pub(crate) fn probe_ms(&self) -> Option<f64> {
+        match self {
+            Measurement::Throughput { probe_ms, .. } | Measurement::Latency { probe_ms, .. } => {
+                *probe_ms
+            }
         }
     }
 }
@@ -103,6 +118,8 @@ pub(crate) enum Figure {
         client_cpu_us_per_job: Vec<f64>,
         /// Share of the machine's CPU time stolen during each run that could measure it.
         stolen: Vec<f64>,
+        /// The speed probe's median time (ms) during each run that could measure it.
+        probe_ms: Vec<f64>,
         /// Database cost of each run that could measure it.
         db_costs: Vec<DbCost>,
     },
@@ -114,6 +131,8 @@ pub(crate) enum Figure {
         runs: usize,
         /// Share of the machine's CPU time stolen during each run that could measure it.
         stolen: Vec<f64>,
+        /// The speed probe's median time (ms) during each run that could measure it.
+        probe_ms: Vec<f64>,
     },
 }
 
@@ -127,6 +146,7 @@ impl Figure {
                 let mut rates = Vec::with_capacity(runs.len());
                 let mut cpu = Vec::with_capacity(runs.len());
                 let mut stolen_shares = Vec::with_capacity(runs.len());
+                let mut probes = Vec::with_capacity(runs.len());
                 let mut db_costs = Vec::with_capacity(runs.len());
                 for m in &runs {
                     let Measurement::Throughput {
@@ -134,6 +154,7 @@ impl Figure {
                         elapsed,
                         client_cpu,
                         stolen,
+                        probe_ms,
                         db_cost,
                     } = m
                     else {
@@ -144,6 +165,7 @@ impl Figure {
                         cpu.push(c.as_secs_f64() * 1e6 / (*jobs).max(1) as f64);
                     }
                     stolen_shares.extend(*stolen);
+                    probes.extend(*probe_ms);
                     db_costs.extend(*db_cost);
                 }
                 Some(Figure::Throughput {
@@ -151,6 +173,7 @@ impl Figure {
                     runs: rates,
                     client_cpu_us_per_job: cpu,
                     stolen: stolen_shares,
+                    probe_ms: probes,
                     db_costs,
                 })
             }
@@ -158,11 +181,17 @@ impl Figure {
                 let count = runs.len();
                 let mut all = Vec::new();
                 let mut stolen_shares = Vec::with_capacity(count);
+                let mut probes = Vec::with_capacity(count);
                 for m in runs {
                     match m {
-                        Measurement::Latency { samples, stolen } => {
+                        Measurement::Latency {
+                            samples,
+                            stolen,
+                            probe_ms,
+                        } => {
                             all.extend(samples);
                             stolen_shares.extend(stolen);
+                            probes.extend(probe_ms);
                         }
                         Measurement::Throughput { .. } => return None,
                     }
@@ -171,6 +200,7 @@ impl Figure {
                     percentiles: Percentiles::of(all)?,
                     runs: count,
                     stolen: stolen_shares,
+                    probe_ms: probes,
                 })
             }
         }
@@ -214,6 +244,16 @@ impl Figure {
         match self {
             Figure::Throughput { stolen, .. } | Figure::Latency { stolen, .. } => {
                 stolen.iter().copied().reduce(f64::max)
+            }
+        }
+    }
+
+    /// The speed probe's median time (ms) over the runs that could measure it: how fast the
+    /// machine was while the figure was measured.
+    pub(crate) fn probe_ms(&self) -> Option<f64> {
+        match self {
+            Figure::Throughput { probe_ms, .. } | Figure::Latency { probe_ms, .. } => {
+                median(probe_ms)
             }
         }
     }
@@ -289,6 +329,8 @@ impl BenchResult {
     /// `p95_ms`, `p99_ms`, `max_ms`), `ceiling_ratio`, plus `runs`, `jobs_per_s_runs` (each run's
     /// figure), `client_cpu_us_per_job` (the benchmark process's CPU per job, median run),
     /// `stolen_pct` (the most of the machine's CPU time the hypervisor took during a run),
+    /// `probe_ms` (the speed probe's median time for its fixed work over the runs: lower is a
+    /// faster machine),
     /// `wal_bytes_per_job` and `xacts_per_job` (median run), `notify_ratio` (w2_insert_single)
     /// and `preload_completed` where they apply.
     pub(crate) fn to_json(&self) -> serde_json::Value {
@@ -328,6 +370,9 @@ impl BenchResult {
         }
         if let Some(stolen) = self.figure.most_stolen() {
             v["stolen_pct"] = json!(round(stolen * 100.0, 1));
+        }
+        if let Some(probe) = self.figure.probe_ms() {
+            v["probe_ms"] = json!(round(probe, 3));
         }
         v["ceiling_ratio"] = json!(self.ceiling_ratio.map(|r| round(r, 3)));
         if let Some(r) = self.host_ratio {
@@ -394,7 +439,8 @@ pub(crate) fn depth_lines(results: &[BenchResult]) -> Vec<String> {
             && let (Some(deep), Some(shallow)) = (r.figure.jobs_per_s(), s.figure.jobs_per_s())
         {
             let growth = shallow / deep.max(1e-9);
-            // Runs disturbed unequally by the hypervisor make the growth say little of depth.
+            // Runs disturbed unequally by the hypervisor, or on machines of different speed,
+            // make the growth say little of depth.
             let stolen = match (r.figure.most_stolen(), s.figure.most_stolen()) {
                 (Some(d), Some(s)) => format!(
                     "; at most {:.0} % and {:.0} % of the CPU stolen",
@@ -403,8 +449,12 @@ pub(crate) fn depth_lines(results: &[BenchResult]) -> Vec<String> {
                 ),
                 _ => String::new(),
             };
+            let speed = match (r.figure.probe_ms(), s.figure.probe_ms()) {
+                (Some(d), Some(s)) => format!("; speed probe {d:.2} and {s:.2} ms"),
+                _ => String::new(),
+            };
             lines.push(format!(
-                "w3_work depth, {} with {} workers: {:.1} us/job at {} queued, {:.1} at {}: x{growth:.2} ({} within 20 %{stolen})",
+                "w3_work depth, {} with {} workers: {:.1} us/job at {} queued, {:.1} at {}: x{growth:.2} ({} within 20 %{stolen}{speed})",
                 r.driver,
                 r.scenario.workers(),
                 1e6 / deep.max(1e-9),
@@ -436,10 +486,11 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
             "WAL_B/JOB",
             "XACTS/JOB",
             "STOLEN_%",
+            "PROBE_MS",
             "RUNS",
             "TARGET",
         ],
-        [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14],
+        [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
     );
     for r in results {
         let (rate, lat) = match &r.figure {
@@ -498,6 +549,9 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
             r.figure
                 .most_stolen()
                 .map_or(String::new(), |s| format!("{:.0}", s * 100.0)),
+            r.figure
+                .probe_ms()
+                .map_or(String::new(), |p| format!("{p:.2}")),
             r.figure.runs().to_string(),
             target,
         ]);
@@ -524,6 +578,7 @@ mod tests {
             },
             runs: 1,
             stolen: Vec::new(),
+            probe_ms: Vec::new(),
         }
     }
 
@@ -536,6 +591,7 @@ mod tests {
                     elapsed: ms(*e),
                     client_cpu: Some(ms(*e) / 2),
                     stolen: Some(*e as f64 / 1000.0),
+                    probe_ms: Some(1.0 + *e as f64 / 1000.0),
                     db_cost: Some(DbCost {
                         wal_bytes_per_job: 100.0,
                         xacts_per_job: 0.5,
@@ -593,6 +649,7 @@ mod tests {
         assert_eq!(t.jobs_per_s(), Some(5000.0));
         assert_eq!(t.runs(), 3);
         assert_eq!(t.db_cost().map(|c| c.xacts_per_job), Some(0.5));
+        assert_eq!(t.probe_ms(), Some(1.2));
         assert_eq!(
             t.db_cost().and_then(|c| c.server_cpu_us_per_job),
             Some(200.0)
@@ -601,14 +658,17 @@ mod tests {
             Measurement::Latency {
                 samples: vec![ms(1), ms(2)],
                 stolen: Some(0.1),
+                probe_ms: Some(2.0),
             },
             Measurement::Latency {
                 samples: vec![ms(3), ms(4)],
                 stolen: Some(0.3),
+                probe_ms: None,
             },
         ])
         .unwrap();
         assert_eq!(l.most_stolen(), Some(0.3));
+        assert_eq!(l.probe_ms(), Some(2.0));
         let Figure::Latency {
             percentiles, runs, ..
         } = l
@@ -621,12 +681,14 @@ mod tests {
             Measurement::Latency {
                 samples: vec![ms(1)],
                 stolen: None,
+                probe_ms: None,
             },
             Measurement::Throughput {
                 jobs: 1,
                 elapsed: ms(1),
                 client_cpu: None,
                 stolen: None,
+                probe_ms: None,
                 db_cost: None,
             },
         ];
@@ -667,6 +729,7 @@ mod tests {
         assert_eq!(v["wal_bytes_per_job"], 100.0);
         assert_eq!(v["xacts_per_job"], 0.5);
         assert_eq!(v["stolen_pct"], 25.0);
+        assert_eq!(v["probe_ms"], 1.25);
         assert!(v.get("preload_completed").is_none());
         assert!(v.get("notify_ratio").is_none());
         assert_eq!(r.target(), Some((true, ">= 0.85 of ceiling".into())));
@@ -729,10 +792,12 @@ mod tests {
         let lines = depth_lines(&[at(1000, 100), at(10_000, 1500)]);
         assert_eq!(lines.len(), 1);
         assert!(lines[0].contains("x1.50 (MISSED"), "{}", lines[0]);
-        // The deep run's stolen share first, then the shallow one's (the helper steals 1 ‰ of
-        // the CPU per ms of a run).
+        // The deep run's stolen share and speed probe first, then the shallow one's (the helper
+        // steals 1 ‰ of the CPU per ms of a run, and adds 1 µs to the probe per ms).
         assert!(
-            lines[0].ends_with("at most 150 % and 10 % of the CPU stolen)"),
+            lines[0].ends_with(
+                "at most 150 % and 10 % of the CPU stolen; speed probe 2.50 and 1.10 ms)"
+            ),
             "{}",
             lines[0]
         );

@@ -504,6 +504,7 @@ impl CeilingBench<'_> {
         progress.finish();
         let starts = collect_starts(&mut starts_rx, m, CEILING).await;
         let stolen = steal.stolen();
+        let probe_ms = steal.probe_ms();
         drop(starts_rx);
         drop(listener);
         // The fetcher ends when the listener's channel closes; its last completion commits first.
@@ -518,6 +519,7 @@ impl CeilingBench<'_> {
             measurement: Measurement::Latency {
                 samples: latencies(&committed, &starts)?,
                 stolen,
+                probe_ms,
             },
             ledger: Some(ledger),
         })

@@ -253,6 +253,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         progress.finish();
         let starts = collect_starts(&mut rx, m, self.name).await;
         let stolen = steal.stolen();
+        let probe_ms = steal.probe_ms();
         let recorded = wait_for(|| client.stats().recorded_outcomes >= m).await;
         client.stop().await;
         let starts = starts?;
@@ -268,6 +269,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
             measurement: Measurement::Latency {
                 samples: latencies(&committed, &starts)?,
                 stolen,
+                probe_ms,
             },
             ledger: Some(ledger),
         })

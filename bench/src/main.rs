@@ -30,6 +30,7 @@ mod markdown_table;
 mod percentiles;
 mod progress;
 mod rounds;
+mod speed_probe;
 mod stopwatch;
 mod workload;
 
@@ -109,6 +110,12 @@ pub(crate) struct BenchArgs {
     /// rounds set aside are reported. 100 keeps every round.
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = percent)]
     pub(crate) max_stolen: f64,
+    /// A round in which the speed probe (a fixed piece of arithmetic timed every 200 ms by its
+    /// thread's CPU clock) took more than this percentage longer in one run than in another is
+    /// run again in the same way: its contenders met machines of different speed. 1000 keeps
+    /// every round.
+    #[arg(long, value_name = "PCT", default_value_t = 15.0, value_parser = spread_percent)]
+    pub(crate) max_speed_spread: f64,
     /// Skips the hand-written references (to profile one driver alone); results then have no
     /// ratios.
     #[arg(long)]
@@ -130,6 +137,13 @@ fn percent(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(p) if (0.0..=100.0).contains(&p) => Ok(p),
         _ => Err(format!("{s} is not a percentage from 0 to 100")),
+    }
+}
+
+fn spread_percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=1000.0).contains(&p) => Ok(p),
+        _ => Err(format!("{s} is not a percentage from 0 to 1000")),
     }
 }
 
@@ -155,6 +169,7 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
         latency_interval: Duration::from_millis(args.latency_interval_ms),
         insert_notify_cooldown: args.insert_notify_cooldown_ms.map(Duration::from_millis),
     };
+    speed_probe::start();
     let db = BenchDatabase::open(url).await?;
     let about = db.describe().await?;
     progress::note(&format!("pgmill bench on {about}"));
@@ -202,9 +217,12 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 }
             }
             let repeat = usize::try_from(args.repeat).unwrap_or(usize::MAX);
-            let max_stolen = args.max_stolen / 100.0;
+            let limits = rounds::Limits {
+                max_stolen: args.max_stolen / 100.0,
+                max_speed_spread: args.max_speed_spread / 100.0,
+            };
             let mut ran: Vec<rounds::Round> = Vec::new();
-            while rounds::another(&ran, repeat, max_stolen) {
+            while rounds::another(&ran, repeat, limits) {
                 let mut round = Vec::with_capacity(references.len() + drivers.len());
                 for reference in &references {
                     round.push(measure(&db, reference, &scenario, &opts).await?);
@@ -212,21 +230,24 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 for (driver, variant) in &drivers {
                     round.push(measure_driver(&db, *driver, *variant, &scenario, &opts).await?);
                 }
-                if rounds::disturbed(&round, max_stolen) {
+                if rounds::disturbed(&round, limits) {
                     progress::note(&format!(
-                        "{scenario}: {:.0} % of the CPU stolen in a round; running it again",
-                        rounds::most_stolen(&round) * 100.0
+                        "{scenario}: {:.0} % of the CPU stolen in a round, and its slowest run's \
+                         machine {:.0} % slower than its fastest's; running it again",
+                        rounds::most_stolen(&round) * 100.0,
+                        rounds::speed_spread(&round) * 100.0
                     ));
                 }
                 ran.push(round);
             }
             let ran_count = ran.len();
-            let (kept, set_aside) = rounds::keep(ran, repeat, max_stolen);
+            let (kept, set_aside) = rounds::keep(ran, repeat, limits);
             if set_aside > 0 {
                 set_aside_lines.push(format!(
                     "{scenario}: {set_aside} of {ran_count} rounds set aside (more than {} % of \
-                     the CPU stolen during one of their runs)",
-                    args.max_stolen
+                     the CPU stolen during one of their runs, or the machine more than {} % \
+                     slower in one run than in another)",
+                    args.max_stolen, args.max_speed_spread
                 ));
             }
             let mut reference_runs: Vec<Vec<Measurement>> = vec![Vec::new(); references.len()];
@@ -449,5 +470,14 @@ mod tests {
         assert!(parse(&["--max-stolen", "101"]).is_err());
         assert!(parse(&["--max-stolen", "-1"]).is_err());
         assert!(parse(&["--max-stolen", "some"]).is_err());
+    }
+
+    #[test]
+    fn max_speed_spread_is_a_percentage_up_to_ten_times() {
+        assert_eq!(parse(&[]).unwrap().max_speed_spread, 15.0);
+        let wide = parse(&["--max-speed-spread", "1000"]).unwrap();
+        assert_eq!(wide.max_speed_spread, 1000.0);
+        assert!(parse(&["--max-speed-spread", "1001"]).is_err());
+        assert!(parse(&["--max-speed-spread", "-1"]).is_err());
     }
 }

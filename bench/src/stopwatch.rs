@@ -41,6 +41,7 @@ impl<'a> Stopwatch<'a> {
             _ => None,
         };
         let stolen = self.steal.stolen();
+        let probe_ms = self.steal.probe_ms();
         let db_cost = match (&self.mark, self.db.mark().await.ok()) {
             (Some(before), Some(after)) => Some(DbCost::between(before, &after, jobs)),
             _ => None,
@@ -50,24 +51,38 @@ impl<'a> Stopwatch<'a> {
             elapsed,
             client_cpu,
             stolen,
+            probe_ms,
             db_cost,
         }
     }
 }
 
-/// Reads the share of the machine's CPU time the hypervisor takes (steal time) over a phase.
+/// Reads the share of the machine's CPU time the hypervisor takes (steal time) over a phase, and
+/// the machine's speed meanwhile (see [`crate::speed_probe`]).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct StealMeter(Option<MachineTicks>);
+pub(crate) struct StealMeter {
+    ticks: Option<MachineTicks>,
+    since: Instant,
+}
 
 impl StealMeter {
     /// Starts the phase now.
     pub(crate) fn start() -> Self {
-        StealMeter(machine_ticks())
+        StealMeter {
+            ticks: machine_ticks(),
+            since: Instant::now(),
+        }
     }
 
     /// The share (0 to 1) stolen since the start; `None` where `/proc/stat` cannot tell.
     pub(crate) fn stolen(&self) -> Option<f64> {
-        self.0?.stolen_share_until(machine_ticks()?)
+        self.ticks?.stolen_share_until(machine_ticks()?)
+    }
+
+    /// The speed probe's median time (ms) for its fixed work since the start; `None` without
+    /// enough samples.
+    pub(crate) fn probe_ms(&self) -> Option<f64> {
+        crate::speed_probe::median_since(self.since)
     }
 }
 
