@@ -330,7 +330,7 @@ impl BenchResult {
     /// figure), `client_cpu_us_per_job` (the benchmark process's CPU per job, median run),
     /// `stolen_pct` (the most of the machine's CPU time the hypervisor took during a run),
     /// `probe_ms` (the speed probe's median time for its fixed work over the runs: lower is a
-    /// faster machine),
+    /// faster machine) and `probe_ms_runs` (each run's),
     /// `wal_bytes_per_job` and `xacts_per_job` (median run), `notify_ratio` (w2_insert_single)
     /// and `preload_completed` where they apply.
     pub(crate) fn to_json(&self) -> serde_json::Value {
@@ -373,6 +373,11 @@ impl BenchResult {
         }
         if let Some(probe) = self.figure.probe_ms() {
             v["probe_ms"] = json!(round(probe, 3));
+        }
+        if let Figure::Throughput { probe_ms, .. } | Figure::Latency { probe_ms, .. } = &self.figure
+            && !probe_ms.is_empty()
+        {
+            v["probe_ms_runs"] = json!(probe_ms.iter().map(|p| round(*p, 3)).collect::<Vec<_>>());
         }
         v["ceiling_ratio"] = json!(self.ceiling_ratio.map(|r| round(r, 3)));
         if let Some(r) = self.host_ratio {
@@ -730,6 +735,7 @@ mod tests {
         assert_eq!(v["xacts_per_job"], 0.5);
         assert_eq!(v["stolen_pct"], 25.0);
         assert_eq!(v["probe_ms"], 1.25);
+        assert_eq!(v["probe_ms_runs"], json!([1.25]));
         assert!(v.get("preload_completed").is_none());
         assert!(v.get("notify_ratio").is_none());
         assert_eq!(r.target(), Some((true, ">= 0.85 of ceiling".into())));
