@@ -71,6 +71,9 @@ pub(crate) enum Measurement {
         /// The speed probe's median time (ms) for its fixed work during the phase, where it
         /// sampled enough (see [`crate::speed_probe`]).
         probe_ms: Option<f64>,
+        /// The flush probe's mean time (ms) for a flush during the phase, where it sampled
+        /// enough.
+        flush_ms: Option<f64>,
         /// WAL and write transactions of the phase, where they can be read.
         db_cost: Option<DbCost>,
     },
@@ -84,6 +87,9 @@ pub(crate) enum Measurement {
         /// The speed probe's median time (ms) for its fixed work during the inserts and starts,
         /// where it sampled enough.
         probe_ms: Option<f64>,
+        /// The flush probe's mean time (ms) for a flush during the inserts and starts, where it
+        /// sampled enough.
+        flush_ms: Option<f64>,
     },
 }
 
@@ -100,6 +106,15 @@ impl Measurement {
         match self {
             Measurement::Throughput { probe_ms, .. } | Measurement::Latency { probe_ms, .. } => {
                 *probe_ms
+            }
+        }
+    }
+
+    /// The flush probe's mean time (ms) during the run, where it sampled enough.
+    pub(crate) fn flush_ms(&self) -> Option<f64> {
+        match self {
+            Measurement::Throughput { flush_ms, .. } | Measurement::Latency { flush_ms, .. } => {
+                *flush_ms
             }
         }
     }
@@ -120,6 +135,8 @@ pub(crate) enum Figure {
         stolen: Vec<f64>,
         /// The speed probe's median time (ms) during each run that could measure it.
         probe_ms: Vec<f64>,
+        /// The flush probe's mean time (ms) during each run that could measure it.
+        flush_ms: Vec<f64>,
         /// Database cost of each run that could measure it.
         db_costs: Vec<DbCost>,
     },
@@ -133,6 +150,8 @@ pub(crate) enum Figure {
         stolen: Vec<f64>,
         /// The speed probe's median time (ms) during each run that could measure it.
         probe_ms: Vec<f64>,
+        /// The flush probe's mean time (ms) during each run that could measure it.
+        flush_ms: Vec<f64>,
     },
 }
 
@@ -147,6 +166,7 @@ impl Figure {
                 let mut cpu = Vec::with_capacity(runs.len());
                 let mut stolen_shares = Vec::with_capacity(runs.len());
                 let mut probes = Vec::with_capacity(runs.len());
+                let mut flushes = Vec::with_capacity(runs.len());
                 let mut db_costs = Vec::with_capacity(runs.len());
                 for m in &runs {
                     let Measurement::Throughput {
@@ -155,6 +175,7 @@ impl Figure {
                         client_cpu,
                         stolen,
                         probe_ms,
+                        flush_ms,
                         db_cost,
                     } = m
                     else {
@@ -166,6 +187,7 @@ impl Figure {
                     }
                     stolen_shares.extend(*stolen);
                     probes.extend(*probe_ms);
+                    flushes.extend(*flush_ms);
                     db_costs.extend(*db_cost);
                 }
                 Some(Figure::Throughput {
@@ -174,6 +196,7 @@ impl Figure {
                     client_cpu_us_per_job: cpu,
                     stolen: stolen_shares,
                     probe_ms: probes,
+                    flush_ms: flushes,
                     db_costs,
                 })
             }
@@ -182,16 +205,19 @@ impl Figure {
                 let mut all = Vec::new();
                 let mut stolen_shares = Vec::with_capacity(count);
                 let mut probes = Vec::with_capacity(count);
+                let mut flushes = Vec::with_capacity(count);
                 for m in runs {
                     match m {
                         Measurement::Latency {
                             samples,
                             stolen,
                             probe_ms,
+                            flush_ms,
                         } => {
                             all.extend(samples);
                             stolen_shares.extend(stolen);
                             probes.extend(probe_ms);
+                            flushes.extend(flush_ms);
                         }
                         Measurement::Throughput { .. } => return None,
                     }
@@ -201,6 +227,7 @@ impl Figure {
                     runs: count,
                     stolen: stolen_shares,
                     probe_ms: probes,
+                    flush_ms: flushes,
                 })
             }
         }
@@ -254,6 +281,16 @@ impl Figure {
         match self {
             Figure::Throughput { probe_ms, .. } | Figure::Latency { probe_ms, .. } => {
                 median(probe_ms)
+            }
+        }
+    }
+
+    /// The flush probe's median over the runs that could measure it (each run's own figure
+    /// being its mean flush): how fast the disk flushed while the figure was measured.
+    pub(crate) fn flush_ms(&self) -> Option<f64> {
+        match self {
+            Figure::Throughput { flush_ms, .. } | Figure::Latency { flush_ms, .. } => {
+                median(flush_ms)
             }
         }
     }
@@ -330,7 +367,8 @@ impl BenchResult {
     /// figure), `client_cpu_us_per_job` (the benchmark process's CPU per job, median run),
     /// `stolen_pct` (the most of the machine's CPU time the hypervisor took during a run),
     /// `probe_ms` (the speed probe's median time for its fixed work over the runs: lower is a
-    /// faster machine) and `probe_ms_runs` (each run's),
+    /// faster machine) and `probe_ms_runs` (each run's), `flush_ms` and `flush_ms_runs` (the
+    /// flush probe's mean flush, the median over the runs and each run's),
     /// `wal_bytes_per_job` and `xacts_per_job` (median run), `notify_ratio` (w2_insert_single)
     /// and `preload_completed` where they apply.
     pub(crate) fn to_json(&self) -> serde_json::Value {
@@ -378,6 +416,14 @@ impl BenchResult {
             && !probe_ms.is_empty()
         {
             v["probe_ms_runs"] = json!(probe_ms.iter().map(|p| round(*p, 3)).collect::<Vec<_>>());
+        }
+        if let Some(flush) = self.figure.flush_ms() {
+            v["flush_ms"] = json!(round(flush, 3));
+        }
+        if let Figure::Throughput { flush_ms, .. } | Figure::Latency { flush_ms, .. } = &self.figure
+            && !flush_ms.is_empty()
+        {
+            v["flush_ms_runs"] = json!(flush_ms.iter().map(|p| round(*p, 3)).collect::<Vec<_>>());
         }
         v["ceiling_ratio"] = json!(self.ceiling_ratio.map(|r| round(r, 3)));
         if let Some(r) = self.host_ratio {
@@ -458,8 +504,12 @@ pub(crate) fn depth_lines(results: &[BenchResult]) -> Vec<String> {
                 (Some(d), Some(s)) => format!("; speed probe {d:.2} and {s:.2} ms"),
                 _ => String::new(),
             };
+            let flush = match (r.figure.flush_ms(), s.figure.flush_ms()) {
+                (Some(d), Some(s)) => format!("; flush {d:.2} and {s:.2} ms"),
+                _ => String::new(),
+            };
             lines.push(format!(
-                "w3_work depth, {} with {} workers: {:.1} us/job at {} queued, {:.1} at {}: x{growth:.2} ({} within 20 %{stolen}{speed})",
+                "w3_work depth, {} with {} workers: {:.1} us/job at {} queued, {:.1} at {}: x{growth:.2} ({} within 20 %{stolen}{speed}{flush})",
                 r.driver,
                 r.scenario.workers(),
                 1e6 / deep.max(1e-9),
@@ -492,10 +542,11 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
             "XACTS/JOB",
             "STOLEN_%",
             "PROBE_MS",
+            "FLUSH_MS",
             "RUNS",
             "TARGET",
         ],
-        [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+        [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
     );
     for r in results {
         let (rate, lat) = match &r.figure {
@@ -557,6 +608,9 @@ pub(crate) fn results_table(results: &[BenchResult]) -> MarkdownTable {
             r.figure
                 .probe_ms()
                 .map_or(String::new(), |p| format!("{p:.2}")),
+            r.figure
+                .flush_ms()
+                .map_or(String::new(), |f| format!("{f:.2}")),
             r.figure.runs().to_string(),
             target,
         ]);
@@ -584,6 +638,7 @@ mod tests {
             runs: 1,
             stolen: Vec::new(),
             probe_ms: Vec::new(),
+            flush_ms: Vec::new(),
         }
     }
 
@@ -597,6 +652,7 @@ mod tests {
                     client_cpu: Some(ms(*e) / 2),
                     stolen: Some(*e as f64 / 1000.0),
                     probe_ms: Some(1.0 + *e as f64 / 1000.0),
+                    flush_ms: Some(*e as f64 / 100.0),
                     db_cost: Some(DbCost {
                         wal_bytes_per_job: 100.0,
                         xacts_per_job: 0.5,
@@ -655,6 +711,7 @@ mod tests {
         assert_eq!(t.runs(), 3);
         assert_eq!(t.db_cost().map(|c| c.xacts_per_job), Some(0.5));
         assert_eq!(t.probe_ms(), Some(1.2));
+        assert_eq!(t.flush_ms(), Some(2.0));
         assert_eq!(
             t.db_cost().and_then(|c| c.server_cpu_us_per_job),
             Some(200.0)
@@ -664,16 +721,19 @@ mod tests {
                 samples: vec![ms(1), ms(2)],
                 stolen: Some(0.1),
                 probe_ms: Some(2.0),
+                flush_ms: Some(0.5),
             },
             Measurement::Latency {
                 samples: vec![ms(3), ms(4)],
                 stolen: Some(0.3),
                 probe_ms: None,
+                flush_ms: None,
             },
         ])
         .unwrap();
         assert_eq!(l.most_stolen(), Some(0.3));
         assert_eq!(l.probe_ms(), Some(2.0));
+        assert_eq!(l.flush_ms(), Some(0.5));
         let Figure::Latency {
             percentiles, runs, ..
         } = l
@@ -687,6 +747,7 @@ mod tests {
                 samples: vec![ms(1)],
                 stolen: None,
                 probe_ms: None,
+                flush_ms: None,
             },
             Measurement::Throughput {
                 jobs: 1,
@@ -694,6 +755,7 @@ mod tests {
                 client_cpu: None,
                 stolen: None,
                 probe_ms: None,
+                flush_ms: None,
                 db_cost: None,
             },
         ];
@@ -736,6 +798,10 @@ mod tests {
         assert_eq!(v["stolen_pct"], 25.0);
         assert_eq!(v["probe_ms"], 1.25);
         assert_eq!(v["probe_ms_runs"], json!([1.25]));
+        assert_eq!(
+            (v["flush_ms"].as_f64(), v["flush_ms_runs"].clone()),
+            (Some(2.5), json!([2.5]))
+        );
         assert!(v.get("preload_completed").is_none());
         assert!(v.get("notify_ratio").is_none());
         assert_eq!(r.target(), Some((true, ">= 0.85 of ceiling".into())));
@@ -799,10 +865,11 @@ mod tests {
         assert_eq!(lines.len(), 1);
         assert!(lines[0].contains("x1.50 (MISSED"), "{}", lines[0]);
         // The deep run's stolen share and speed probe first, then the shallow one's (the helper
-        // steals 1 ‰ of the CPU per ms of a run, and adds 1 µs to the probe per ms).
+        // steals 1 ‰ of the CPU per ms of a run, adds 1 µs to the probe and 10 µs to the flush
+        // per ms).
         assert!(
             lines[0].ends_with(
-                "at most 150 % and 10 % of the CPU stolen; speed probe 2.50 and 1.10 ms)"
+                "at most 150 % and 10 % of the CPU stolen; speed probe 2.50 and 1.10 ms; flush 15.00 and 1.00 ms)"
             ),
             "{}",
             lines[0]

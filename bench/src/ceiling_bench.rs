@@ -505,6 +505,7 @@ impl CeilingBench<'_> {
         let starts = collect_starts(&mut starts_rx, m, CEILING).await;
         let stolen = steal.stolen();
         let probe_ms = steal.probe_ms();
+        let flush_ms = steal.flush_ms();
         drop(starts_rx);
         drop(listener);
         // The fetcher ends when the listener's channel closes; its last completion commits first.
@@ -520,6 +521,7 @@ impl CeilingBench<'_> {
                 samples: latencies(&committed, &starts)?,
                 stolen,
                 probe_ms,
+                flush_ms,
             },
             ledger: Some(ledger),
         })

@@ -254,6 +254,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         let starts = collect_starts(&mut rx, m, self.name).await;
         let stolen = steal.stolen();
         let probe_ms = steal.probe_ms();
+        let flush_ms = steal.flush_ms();
         let recorded = wait_for(|| client.stats().recorded_outcomes >= m).await;
         client.stop().await;
         let starts = starts?;
@@ -270,6 +271,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
                 samples: latencies(&committed, &starts)?,
                 stolen,
                 probe_ms,
+                flush_ms,
             },
             ledger: Some(ledger),
         })

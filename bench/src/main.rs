@@ -116,6 +116,12 @@ pub(crate) struct BenchArgs {
     /// every round.
     #[arg(long, value_name = "PCT", default_value_t = 15.0, value_parser = spread_percent)]
     pub(crate) max_speed_spread: f64,
+    /// A round in which the flush probe (one 8 KiB block rewritten and flushed with `fdatasync`
+    /// in the temporary directory every 50 ms) took on average more than this percentage longer
+    /// per flush in one run than in another is run again in the same way: its contenders' commits
+    /// waited on disks of different speed. 1000 keeps every round.
+    #[arg(long, value_name = "PCT", default_value_t = 50.0, value_parser = spread_percent)]
+    pub(crate) max_flush_spread: f64,
     /// Skips the hand-written references (to profile one driver alone); results then have no
     /// ratios.
     #[arg(long)]
@@ -220,6 +226,7 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
             let limits = rounds::Limits {
                 max_stolen: args.max_stolen / 100.0,
                 max_speed_spread: args.max_speed_spread / 100.0,
+                max_flush_spread: args.max_flush_spread / 100.0,
             };
             let mut ran: Vec<rounds::Round> = Vec::new();
             while rounds::another(&ran, repeat, limits) {
@@ -232,10 +239,12 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 }
                 if rounds::disturbed(&round, limits) {
                     progress::note(&format!(
-                        "{scenario}: {:.0} % of the CPU stolen in a round, and its slowest run's \
-                         machine {:.0} % slower than its fastest's; running it again",
+                        "{scenario}: {:.0} % of the CPU stolen in a round, its slowest run's CPU \
+                         {:.0} % and disk flush {:.0} % slower than its fastest's; running it \
+                         again",
                         rounds::most_stolen(&round) * 100.0,
-                        rounds::speed_spread(&round) * 100.0
+                        rounds::speed_spread(&round) * 100.0,
+                        rounds::flush_spread(&round) * 100.0
                     ));
                 }
                 ran.push(round);
@@ -245,9 +254,9 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
             if set_aside > 0 {
                 set_aside_lines.push(format!(
                     "{scenario}: {set_aside} of {ran_count} rounds set aside (more than {} % of \
-                     the CPU stolen during one of their runs, or the machine more than {} % \
-                     slower in one run than in another)",
-                    args.max_stolen, args.max_speed_spread
+                     the CPU stolen during one of their runs, or the CPU more than {} % or the \
+                     disk's flush more than {} % slower in one run than in another)",
+                    args.max_stolen, args.max_speed_spread, args.max_flush_spread
                 ));
             }
             let mut reference_runs: Vec<Vec<Measurement>> = vec![Vec::new(); references.len()];
@@ -479,5 +488,7 @@ mod tests {
         assert_eq!(wide.max_speed_spread, 1000.0);
         assert!(parse(&["--max-speed-spread", "1001"]).is_err());
         assert!(parse(&["--max-speed-spread", "-1"]).is_err());
+        assert_eq!(parse(&[]).unwrap().max_flush_spread, 50.0);
+        assert!(parse(&["--max-flush-spread", "1001"]).is_err());
     }
 }

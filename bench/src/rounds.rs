@@ -1,9 +1,10 @@
 //! Rounds of one scenario: every contender once, the references first. A round is run again when
 //! the machine did not give its contenders the same conditions: the hypervisor took more than
-//! `--max-stolen` of the machine's CPU (steal time) from one of its runs, or the speed probe (see
-//! [`crate::speed_probe`]) found one of its runs on a machine slower than another's by more than
-//! `--max-speed-spread`. So one contender's figure is neither the neighbour's load nor the
-//! minute it ran in; the rounds set aside are reported.
+//! `--max-stolen` of the machine's CPU (steal time) from one of its runs, or the probes (see
+//! [`crate::speed_probe`]) found one of its runs on a CPU slower than another's by more than
+//! `--max-speed-spread`, or with a disk slower to flush by more than `--max-flush-spread`. So one
+//! contender's figure is neither the neighbour's load nor the minute it ran in; the rounds set
+//! aside are reported.
 
 use crate::bench_result::Measurement;
 
@@ -18,6 +19,9 @@ pub(crate) struct Limits {
     /// The most the speed probe's time in the round's slowest run may exceed that in its fastest
     /// (a share: 0.15 is 15 % slower).
     pub(crate) max_speed_spread: f64,
+    /// The most the flush probe's mean in the round's slowest run may exceed that in its fastest
+    /// (a share).
+    pub(crate) max_flush_spread: f64,
 }
 
 /// The most of the machine's CPU stolen during any run of `round` (0 where none could be read).
@@ -31,7 +35,17 @@ pub(crate) fn most_stolen(round: &[Measurement]) -> f64 {
 /// How much slower the machine was in the slowest run of `round` than in its fastest, by the
 /// speed probe (a share; 0 where fewer than two runs could read it).
 pub(crate) fn speed_spread(round: &[Measurement]) -> f64 {
-    let probes: Vec<f64> = round.iter().filter_map(Measurement::probe_ms).collect();
+    spread(round.iter().filter_map(Measurement::probe_ms).collect())
+}
+
+/// How much slower the disk flushed in the slowest run of `round` than in its fastest, by the
+/// flush probe (a share; 0 where fewer than two runs could read it).
+pub(crate) fn flush_spread(round: &[Measurement]) -> f64 {
+    spread(round.iter().filter_map(Measurement::flush_ms).collect())
+}
+
+/// The largest of `probes` over the smallest, less one (0 for fewer than two).
+fn spread(probes: Vec<f64>) -> f64 {
     let fastest = probes.iter().copied().fold(f64::INFINITY, f64::min);
     let slowest = probes.iter().copied().fold(0.0, f64::max);
     if probes.len() < 2 || fastest <= 0.0 {
@@ -40,12 +54,13 @@ pub(crate) fn speed_spread(round: &[Measurement]) -> f64 {
     slowest / fastest - 1.0
 }
 
-/// How far `round` went past `limits` (0 when within them): the larger of its excess stolen
-/// share and its excess speed spread.
+/// How far `round` went past `limits` (0 when within them): the largest of its excess stolen
+/// share and its excess spreads.
 fn excess(round: &[Measurement], limits: Limits) -> f64 {
     let stolen = most_stolen(round) - limits.max_stolen;
-    let spread = speed_spread(round) - limits.max_speed_spread;
-    stolen.max(spread).max(0.0)
+    let speed = speed_spread(round) - limits.max_speed_spread;
+    let flush = flush_spread(round) - limits.max_flush_spread;
+    stolen.max(speed).max(flush).max(0.0)
 }
 
 /// Whether `round` went past `limits` in any run.
@@ -84,6 +99,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         max_stolen: 0.05,
         max_speed_spread: 0.15,
+        max_flush_spread: 0.5,
     };
 
     fn run(jobs: u64, stolen: Option<f64>) -> Measurement {
@@ -91,12 +107,22 @@ mod tests {
     }
 
     fn probed(jobs: u64, stolen: Option<f64>, probe_ms: Option<f64>) -> Measurement {
+        flushed(jobs, stolen, probe_ms, None)
+    }
+
+    fn flushed(
+        jobs: u64,
+        stolen: Option<f64>,
+        probe_ms: Option<f64>,
+        flush_ms: Option<f64>,
+    ) -> Measurement {
         Measurement::Throughput {
             jobs,
             elapsed: Duration::from_secs(1),
             client_cpu: None,
             stolen,
             probe_ms,
+            flush_ms,
             db_cost: None,
         }
     }
@@ -143,6 +169,26 @@ mod tests {
         assert!(!disturbed(&rounds[1], LIMITS));
         let (kept, set_aside) = keep(rounds, 2, LIMITS);
         assert_eq!(jobs(&kept), [2, 3]);
+        assert_eq!(set_aside, 1);
+    }
+
+    #[test]
+    fn a_round_whose_runs_met_a_disk_of_different_speed_is_set_aside() {
+        let rounds = vec![
+            vec![
+                flushed(1, Some(0.0), Some(1.0), Some(0.4)),
+                flushed(1, Some(0.0), Some(1.0), Some(1.2)),
+            ],
+            vec![
+                flushed(2, Some(0.0), Some(1.0), Some(0.4)),
+                flushed(2, Some(0.0), Some(1.0), Some(0.5)),
+            ],
+        ];
+        assert!((flush_spread(&rounds[0]) - 2.0).abs() < 1e-9);
+        assert!(disturbed(&rounds[0], LIMITS));
+        assert!(!disturbed(&rounds[1], LIMITS));
+        let (kept, set_aside) = keep(rounds, 1, LIMITS);
+        assert_eq!(jobs(&kept), [2]);
         assert_eq!(set_aside, 1);
     }
 

@@ -42,6 +42,7 @@ impl<'a> Stopwatch<'a> {
         };
         let stolen = self.steal.stolen();
         let probe_ms = self.steal.probe_ms();
+        let flush_ms = self.steal.flush_ms();
         let db_cost = match (&self.mark, self.db.mark().await.ok()) {
             (Some(before), Some(after)) => Some(DbCost::between(before, &after, jobs)),
             _ => None,
@@ -52,6 +53,7 @@ impl<'a> Stopwatch<'a> {
             client_cpu,
             stolen,
             probe_ms,
+            flush_ms,
             db_cost,
         }
     }
@@ -82,7 +84,13 @@ impl StealMeter {
     /// The speed probe's median time (ms) for its fixed work since the start; `None` without
     /// enough samples.
     pub(crate) fn probe_ms(&self) -> Option<f64> {
-        crate::speed_probe::median_since(self.since)
+        crate::speed_probe::cpu_median_since(self.since)
+    }
+
+    /// The flush probe's mean time (ms) for a flush since the start; `None` without enough
+    /// samples.
+    pub(crate) fn flush_ms(&self) -> Option<f64> {
+        crate::speed_probe::flush_mean_since(self.since)
     }
 }
 
