@@ -120,7 +120,7 @@ pub(crate) struct BenchArgs {
     /// in the temporary directory every 50 ms) took on average more than this percentage longer
     /// per flush in one run than in another is run again in the same way: its contenders' commits
     /// waited on disks of different speed. 1000 keeps every round.
-    #[arg(long, value_name = "PCT", default_value_t = 50.0, value_parser = spread_percent)]
+    #[arg(long, value_name = "PCT", default_value_t = 25.0, value_parser = spread_percent)]
     pub(crate) max_flush_spread: f64,
     /// Skips the hand-written references (to profile one driver alone); results then have no
     /// ratios.
@@ -488,7 +488,7 @@ mod tests {
         assert_eq!(wide.max_speed_spread, 1000.0);
         assert!(parse(&["--max-speed-spread", "1001"]).is_err());
         assert!(parse(&["--max-speed-spread", "-1"]).is_err());
-        assert_eq!(parse(&[]).unwrap().max_flush_spread, 50.0);
+        assert_eq!(parse(&[]).unwrap().max_flush_spread, 25.0);
         assert!(parse(&["--max-flush-spread", "1001"]).is_err());
     }
 }
