@@ -409,21 +409,18 @@ impl BenchResult {
         if let Some(stolen) = self.figure.most_stolen() {
             v["stolen_pct"] = json!(round(stolen * 100.0, 1));
         }
-        if let Some(probe) = self.figure.probe_ms() {
-            v["probe_ms"] = json!(round(probe, 3));
+        let (Figure::Throughput {
+            probe_ms, flush_ms, ..
         }
-        if let Figure::Throughput { probe_ms, .. } | Figure::Latency { probe_ms, .. } = &self.figure
-            && !probe_ms.is_empty()
-        {
-            v["probe_ms_runs"] = json!(probe_ms.iter().map(|p| round(*p, 3)).collect::<Vec<_>>());
-        }
-        if let Some(flush) = self.figure.flush_ms() {
-            v["flush_ms"] = json!(round(flush, 3));
-        }
-        if let Figure::Throughput { flush_ms, .. } | Figure::Latency { flush_ms, .. } = &self.figure
-            && !flush_ms.is_empty()
-        {
-            v["flush_ms_runs"] = json!(flush_ms.iter().map(|p| round(*p, 3)).collect::<Vec<_>>());
+        | Figure::Latency {
+            probe_ms, flush_ms, ..
+        }) = &self.figure;
+        for (key, runs) in [("probe_ms", probe_ms), ("flush_ms", flush_ms)] {
+            if let Some(m) = median(runs) {
+                v[key] = json!(round(m, 3));
+                v[format!("{key}_runs")] =
+                    json!(runs.iter().map(|r| round(*r, 3)).collect::<Vec<_>>());
+            }
         }
         v["ceiling_ratio"] = json!(self.ceiling_ratio.map(|r| round(r, 3)));
         if let Some(r) = self.host_ratio {
