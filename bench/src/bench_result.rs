@@ -54,6 +54,18 @@ impl DbCost {
     }
 }
 
+/// What the machine was like during one run: how much of its CPU the hypervisor took and what the
+/// probes (see [`crate::speed_probe`]) read. Each reading is `None` where it could not be taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct MachineReadings {
+    /// The share (0 to 1) of the machine's CPU time the hypervisor took (steal time).
+    pub(crate) stolen: Option<f64>,
+    /// The speed probe's median time (ms) for its fixed work.
+    pub(crate) probe_ms: Option<f64>,
+    /// The flush probe's mean time (ms) for a flush.
+    pub(crate) flush_ms: Option<f64>,
+}
+
 /// What one run of a workload measured.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Measurement {
@@ -65,15 +77,8 @@ pub(crate) enum Measurement {
         elapsed: Duration,
         /// CPU time the benchmark process spent in the phase, where it can be read.
         client_cpu: Option<Duration>,
-        /// The share (0 to 1) of the machine's CPU time the hypervisor took during the phase
-        /// (steal time), where it can be read.
-        stolen: Option<f64>,
-        /// The speed probe's median time (ms) for its fixed work during the phase, where it
-        /// sampled enough (see [`crate::speed_probe`]).
-        probe_ms: Option<f64>,
-        /// The flush probe's mean time (ms) for a flush during the phase, where it sampled
-        /// enough.
-        flush_ms: Option<f64>,
+        /// The machine during the phase.
+        machine: MachineReadings,
         /// WAL and write transactions of the phase, where they can be read.
         db_cost: Option<DbCost>,
     },
@@ -81,40 +86,17 @@ pub(crate) enum Measurement {
     Latency {
         /// One sample per job.
         samples: Vec<Duration>,
-        /// The share (0 to 1) of the machine's CPU time the hypervisor took during the inserts
-        /// and starts, where it can be read.
-        stolen: Option<f64>,
-        /// The speed probe's median time (ms) for its fixed work during the inserts and starts,
-        /// where it sampled enough.
-        probe_ms: Option<f64>,
-        /// The flush probe's mean time (ms) for a flush during the inserts and starts, where it
-        /// sampled enough.
-        flush_ms: Option<f64>,
+        /// The machine during the inserts and starts.
+        machine: MachineReadings,
     },
 }
 
 impl Measurement {
-    /// The share (0 to 1) of the machine's CPU time stolen during the run, where it could be read.
-    pub(crate) fn stolen(&self) -> Option<f64> {
+    /// The machine during the run.
+    pub(crate) fn machine(&self) -> MachineReadings {
         match self {
-            Measurement::Throughput { stolen, .. } | Measurement::Latency { stolen, .. } => *stolen,
-        }
-    }
-
-    /// The speed probe's median time (ms) during the run, where it sampled enough.
-    pub(crate) fn probe_ms(&self) -> Option<f64> {
-        match self {
-            Measurement::Throughput { probe_ms, .. } | Measurement::Latency { probe_ms, .. } => {
-                *probe_ms
-            }
-        }
-    }
-
-    /// The flush probe's mean time (ms) during the run, where it sampled enough.
-    pub(crate) fn flush_ms(&self) -> Option<f64> {
-        match self {
-            Measurement::Throughput { flush_ms, .. } | Measurement::Latency { flush_ms, .. } => {
-                *flush_ms
+            Measurement::Throughput { machine, .. } | Measurement::Latency { machine, .. } => {
+                *machine
             }
         }
     }
@@ -131,12 +113,8 @@ pub(crate) enum Figure {
         runs: Vec<f64>,
         /// Client CPU microseconds per job of each run that could measure it.
         client_cpu_us_per_job: Vec<f64>,
-        /// Share of the machine's CPU time stolen during each run that could measure it.
-        stolen: Vec<f64>,
-        /// The speed probe's median time (ms) during each run that could measure it.
-        probe_ms: Vec<f64>,
-        /// The flush probe's mean time (ms) during each run that could measure it.
-        flush_ms: Vec<f64>,
+        /// The machine during each run, in run order.
+        machine: Vec<MachineReadings>,
         /// Database cost of each run that could measure it.
         db_costs: Vec<DbCost>,
     },
@@ -146,12 +124,8 @@ pub(crate) enum Figure {
         percentiles: Percentiles,
         /// How many runs the samples came from.
         runs: usize,
-        /// Share of the machine's CPU time stolen during each run that could measure it.
-        stolen: Vec<f64>,
-        /// The speed probe's median time (ms) during each run that could measure it.
-        probe_ms: Vec<f64>,
-        /// The flush probe's mean time (ms) during each run that could measure it.
-        flush_ms: Vec<f64>,
+        /// The machine during each run, in run order.
+        machine: Vec<MachineReadings>,
     },
 }
 
@@ -159,24 +133,20 @@ impl Figure {
     /// The figure of several runs of one scenario; `None` without runs or when they disagree in
     /// kind.
     pub(crate) fn from_runs(runs: Vec<Measurement>) -> Option<Self> {
+        let machine = runs.iter().map(Measurement::machine).collect();
         match runs.first()? {
             Measurement::Throughput { jobs, .. } => {
                 let jobs = *jobs;
                 let mut rates = Vec::with_capacity(runs.len());
                 let mut cpu = Vec::with_capacity(runs.len());
-                let mut stolen_shares = Vec::with_capacity(runs.len());
-                let mut probes = Vec::with_capacity(runs.len());
-                let mut flushes = Vec::with_capacity(runs.len());
                 let mut db_costs = Vec::with_capacity(runs.len());
                 for m in &runs {
                     let Measurement::Throughput {
                         jobs,
                         elapsed,
                         client_cpu,
-                        stolen,
-                        probe_ms,
-                        flush_ms,
                         db_cost,
+                        ..
                     } = m
                     else {
                         return None;
@@ -185,49 +155,29 @@ impl Figure {
                     if let Some(c) = client_cpu {
                         cpu.push(c.as_secs_f64() * 1e6 / (*jobs).max(1) as f64);
                     }
-                    stolen_shares.extend(*stolen);
-                    probes.extend(*probe_ms);
-                    flushes.extend(*flush_ms);
                     db_costs.extend(*db_cost);
                 }
                 Some(Figure::Throughput {
                     jobs,
                     runs: rates,
                     client_cpu_us_per_job: cpu,
-                    stolen: stolen_shares,
-                    probe_ms: probes,
-                    flush_ms: flushes,
+                    machine,
                     db_costs,
                 })
             }
             Measurement::Latency { .. } => {
                 let count = runs.len();
                 let mut all = Vec::new();
-                let mut stolen_shares = Vec::with_capacity(count);
-                let mut probes = Vec::with_capacity(count);
-                let mut flushes = Vec::with_capacity(count);
                 for m in runs {
                     match m {
-                        Measurement::Latency {
-                            samples,
-                            stolen,
-                            probe_ms,
-                            flush_ms,
-                        } => {
-                            all.extend(samples);
-                            stolen_shares.extend(stolen);
-                            probes.extend(probe_ms);
-                            flushes.extend(flush_ms);
-                        }
+                        Measurement::Latency { samples, .. } => all.extend(samples),
                         Measurement::Throughput { .. } => return None,
                     }
                 }
                 Some(Figure::Latency {
                     percentiles: Percentiles::of(all)?,
                     runs: count,
-                    stolen: stolen_shares,
-                    probe_ms: probes,
-                    flush_ms: flushes,
+                    machine,
                 })
             }
         }
@@ -265,34 +215,44 @@ impl Figure {
         }
     }
 
+    /// The machine during each run, in run order.
+    fn machine(&self) -> &[MachineReadings] {
+        match self {
+            Figure::Throughput { machine, .. } | Figure::Latency { machine, .. } => machine,
+        }
+    }
+
+    /// One reading of every run that took it, in run order.
+    fn readings(&self, reading: impl Fn(&MachineReadings) -> Option<f64>) -> Vec<f64> {
+        self.machine().iter().filter_map(reading).collect()
+    }
+
     /// The largest share of the machine's CPU time stolen during any of the runs that could
     /// read it: how far the hypervisor may have disturbed the figure.
     pub(crate) fn most_stolen(&self) -> Option<f64> {
-        match self {
-            Figure::Throughput { stolen, .. } | Figure::Latency { stolen, .. } => {
-                stolen.iter().copied().reduce(f64::max)
-            }
-        }
+        self.readings(|m| m.stolen).into_iter().reduce(f64::max)
+    }
+
+    /// The speed probe's time (ms) in each run that could measure it.
+    pub(crate) fn probe_ms_runs(&self) -> Vec<f64> {
+        self.readings(|m| m.probe_ms)
     }
 
     /// The speed probe's median time (ms) over the runs that could measure it: how fast the
     /// machine was while the figure was measured.
     pub(crate) fn probe_ms(&self) -> Option<f64> {
-        match self {
-            Figure::Throughput { probe_ms, .. } | Figure::Latency { probe_ms, .. } => {
-                median(probe_ms)
-            }
-        }
+        median(&self.probe_ms_runs())
+    }
+
+    /// The flush probe's mean (ms) in each run that could measure it.
+    pub(crate) fn flush_ms_runs(&self) -> Vec<f64> {
+        self.readings(|m| m.flush_ms)
     }
 
     /// The flush probe's median over the runs that could measure it (each run's own figure
     /// being its mean flush): how fast the disk flushed while the figure was measured.
     pub(crate) fn flush_ms(&self) -> Option<f64> {
-        match self {
-            Figure::Throughput { flush_ms, .. } | Figure::Latency { flush_ms, .. } => {
-                median(flush_ms)
-            }
-        }
+        median(&self.flush_ms_runs())
     }
 
     /// How many runs the figure summarises.
@@ -409,14 +369,11 @@ impl BenchResult {
         if let Some(stolen) = self.figure.most_stolen() {
             v["stolen_pct"] = json!(round(stolen * 100.0, 1));
         }
-        let (Figure::Throughput {
-            probe_ms, flush_ms, ..
-        }
-        | Figure::Latency {
-            probe_ms, flush_ms, ..
-        }) = &self.figure;
-        for (key, runs) in [("probe_ms", probe_ms), ("flush_ms", flush_ms)] {
-            if let Some(m) = median(runs) {
+        for (key, runs) in [
+            ("probe_ms", self.figure.probe_ms_runs()),
+            ("flush_ms", self.figure.flush_ms_runs()),
+        ] {
+            if let Some(m) = median(&runs) {
                 v[key] = json!(round(m, 3));
                 v[format!("{key}_runs")] =
                     json!(runs.iter().map(|r| round(*r, 3)).collect::<Vec<_>>());
@@ -633,9 +590,7 @@ mod tests {
                 max: ms(p99),
             },
             runs: 1,
-            stolen: Vec::new(),
-            probe_ms: Vec::new(),
-            flush_ms: Vec::new(),
+            machine: Vec::new(),
         }
     }
 
@@ -647,9 +602,11 @@ mod tests {
                     jobs,
                     elapsed: ms(*e),
                     client_cpu: Some(ms(*e) / 2),
-                    stolen: Some(*e as f64 / 1000.0),
-                    probe_ms: Some(1.0 + *e as f64 / 1000.0),
-                    flush_ms: Some(*e as f64 / 100.0),
+                    machine: MachineReadings {
+                        stolen: Some(*e as f64 / 1000.0),
+                        probe_ms: Some(1.0 + *e as f64 / 1000.0),
+                        flush_ms: Some(*e as f64 / 100.0),
+                    },
                     db_cost: Some(DbCost {
                         wal_bytes_per_job: 100.0,
                         xacts_per_job: 0.5,
@@ -716,15 +673,19 @@ mod tests {
         let l = Figure::from_runs(vec![
             Measurement::Latency {
                 samples: vec![ms(1), ms(2)],
-                stolen: Some(0.1),
-                probe_ms: Some(2.0),
-                flush_ms: Some(0.5),
+                machine: MachineReadings {
+                    stolen: Some(0.1),
+                    probe_ms: Some(2.0),
+                    flush_ms: Some(0.5),
+                },
             },
             Measurement::Latency {
                 samples: vec![ms(3), ms(4)],
-                stolen: Some(0.3),
-                probe_ms: None,
-                flush_ms: None,
+                machine: MachineReadings {
+                    stolen: Some(0.3),
+                    probe_ms: None,
+                    flush_ms: None,
+                },
             },
         ])
         .unwrap();
@@ -742,17 +703,13 @@ mod tests {
         let mixed = vec![
             Measurement::Latency {
                 samples: vec![ms(1)],
-                stolen: None,
-                probe_ms: None,
-                flush_ms: None,
+                machine: MachineReadings::default(),
             },
             Measurement::Throughput {
                 jobs: 1,
                 elapsed: ms(1),
                 client_cpu: None,
-                stolen: None,
-                probe_ms: None,
-                flush_ms: None,
+                machine: MachineReadings::default(),
                 db_cost: None,
             },
         ];

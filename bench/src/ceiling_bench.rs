@@ -38,7 +38,7 @@ use crate::bench_result::{ADVISORY, CEILING, CEILING_NOTIFY, Measurement};
 use crate::engine_bench::{collect_starts, join_all, latencies};
 use crate::execution_ledger::ExecutionLedger;
 use crate::progress::Progress;
-use crate::stopwatch::{StealMeter, Stopwatch};
+use crate::stopwatch::{MachineMeter, Stopwatch};
 use crate::{
     BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Scenario,
     Workload,
@@ -487,7 +487,7 @@ impl CeilingBench<'_> {
                 &[Type::TEXT, Type::JSONB, Type::TEXT],
             )
             .await?;
-        let steal = StealMeter::start();
+        let meter = MachineMeter::start();
         let progress = Progress::bar(m, "ceiling: latency inserts");
         let mut committed: HashMap<JobId, Instant> = HashMap::new();
         let mut ticks = tokio::time::interval(opts.latency_interval);
@@ -503,9 +503,7 @@ impl CeilingBench<'_> {
         }
         progress.finish();
         let starts = collect_starts(&mut starts_rx, m, CEILING).await;
-        let stolen = steal.stolen();
-        let probe_ms = steal.probe_ms();
-        let flush_ms = steal.flush_ms();
+        let machine = meter.readings();
         drop(starts_rx);
         drop(listener);
         // The fetcher ends when the listener's channel closes; its last completion commits first.
@@ -519,9 +517,7 @@ impl CeilingBench<'_> {
         Ok(Run {
             measurement: Measurement::Latency {
                 samples: latencies(&committed, &starts)?,
-                stolen,
-                probe_ms,
-                flush_ms,
+                machine,
             },
             ledger: Some(ledger),
         })

@@ -17,7 +17,7 @@ use crate::bench_result::Measurement;
 use crate::execution_ledger::ExecutionLedger;
 use crate::host_insert::HostInsert;
 use crate::progress::Progress;
-use crate::stopwatch::{StealMeter, Stopwatch};
+use crate::stopwatch::{MachineMeter, Stopwatch};
 use crate::{
     BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Scenario,
     Workload,
@@ -239,7 +239,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         client.start().await?;
         tokio::time::sleep(IDLE_BEFORE_LATENCY).await;
         let inserter = self.inserter(schema, opts)?;
-        let steal = StealMeter::start();
+        let meter = MachineMeter::start();
         let progress = Progress::bar(m, format!("{}: latency inserts", self.name));
         let mut committed: HashMap<JobId, Instant> = HashMap::new();
         let mut ticks = tokio::time::interval(opts.latency_interval);
@@ -252,9 +252,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         }
         progress.finish();
         let starts = collect_starts(&mut rx, m, self.name).await;
-        let stolen = steal.stolen();
-        let probe_ms = steal.probe_ms();
-        let flush_ms = steal.flush_ms();
+        let machine = meter.readings();
         let recorded = wait_for(|| client.stats().recorded_outcomes >= m).await;
         client.stop().await;
         let starts = starts?;
@@ -269,9 +267,7 @@ impl<D: HostInsert> EngineBench<'_, D> {
         Ok(Run {
             measurement: Measurement::Latency {
                 samples: latencies(&committed, &starts)?,
-                stolen,
-                probe_ms,
-                flush_ms,
+                machine,
             },
             ledger: Some(ledger),
         })

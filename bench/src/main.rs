@@ -111,15 +111,16 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = percent)]
     pub(crate) max_stolen: f64,
     /// A round in which the speed probe (a fixed piece of arithmetic timed every 200 ms by its
-    /// thread's CPU clock) took more than this percentage longer in one run than in another is
-    /// run again in the same way: its contenders met machines of different speed. 1000 keeps
-    /// every round.
+    /// thread's CPU clock) took more than this percentage longer or shorter in one run than in
+    /// the round's first (the ceiling's, to which every figure is compared) is run again in the
+    /// same way: that contender met a machine of different speed. 1000 keeps every round.
     #[arg(long, value_name = "PCT", default_value_t = 15.0, value_parser = spread_percent)]
     pub(crate) max_speed_spread: f64,
     /// A round in which the flush probe (one 8 KiB block rewritten and flushed with `fdatasync`
     /// in the temporary directory every 50 ms) took on average more than this percentage longer
-    /// per flush in one run than in another is run again in the same way: its contenders' commits
-    /// waited on disks of different speed. 1000 keeps every round.
+    /// or shorter per flush in one run than in the round's first (the ceiling's) is run again in
+    /// the same way: that contender's commits waited on a disk of different speed than the
+    /// ceiling's. 1000 keeps every round.
     #[arg(long, value_name = "PCT", default_value_t = 25.0, value_parser = spread_percent)]
     pub(crate) max_flush_spread: f64,
     /// Skips the hand-written references (to profile one driver alone); results then have no
@@ -239,9 +240,8 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 }
                 if rounds::disturbed(&round, limits) {
                     progress::note(&format!(
-                        "{scenario}: {:.0} % of the CPU stolen in a round, its slowest run's CPU \
-                         {:.0} % and disk flush {:.0} % slower than its fastest's; running it \
-                         again",
+                        "{scenario}: {:.0} % of the CPU stolen in a round, its CPU in one run \
+                         {:.0} % and disk flush {:.0} % off its first run's; running it again",
                         rounds::most_stolen(&round) * 100.0,
                         rounds::speed_spread(&round) * 100.0,
                         rounds::flush_spread(&round) * 100.0
@@ -255,7 +255,7 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 set_aside_lines.push(format!(
                     "{scenario}: {set_aside} of {ran_count} rounds set aside (more than {} % of \
                      the CPU stolen during one of their runs, or the CPU more than {} % or the \
-                     disk's flush more than {} % slower in one run than in another)",
+                     disk's flush more than {} % slower or faster in one run than in the first)",
                     args.max_stolen, args.max_speed_spread, args.max_flush_spread
                 ));
             }

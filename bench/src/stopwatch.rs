@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::bench_database::{BenchDatabase, DbMark};
-use crate::bench_result::{DbCost, Measurement};
+use crate::bench_result::{DbCost, MachineReadings, Measurement};
 
 /// Clock ticks per second of `/proc/self/stat` (`USER_HZ`, 100 on Linux).
 const USER_HZ: u64 = 100;
@@ -17,7 +17,7 @@ pub(crate) struct Stopwatch<'a> {
     mark: Option<DbMark>,
     wall: Instant,
     cpu: Option<Duration>,
-    steal: StealMeter,
+    machine: MachineMeter,
 }
 
 impl<'a> Stopwatch<'a> {
@@ -29,7 +29,7 @@ impl<'a> Stopwatch<'a> {
             mark,
             wall: Instant::now(),
             cpu: process_cpu_time(),
-            steal: StealMeter::start(),
+            machine: MachineMeter::start(),
         }
     }
 
@@ -40,9 +40,7 @@ impl<'a> Stopwatch<'a> {
             (Some(before), Some(after)) => Some(after.saturating_sub(before)),
             _ => None,
         };
-        let stolen = self.steal.stolen();
-        let probe_ms = self.steal.probe_ms();
-        let flush_ms = self.steal.flush_ms();
+        let machine = self.machine.readings();
         let db_cost = match (&self.mark, self.db.mark().await.ok()) {
             (Some(before), Some(after)) => Some(DbCost::between(before, &after, jobs)),
             _ => None,
@@ -51,46 +49,43 @@ impl<'a> Stopwatch<'a> {
             jobs,
             elapsed,
             client_cpu,
-            stolen,
-            probe_ms,
-            flush_ms,
+            machine,
             db_cost,
         }
     }
 }
 
-/// Reads the share of the machine's CPU time the hypervisor takes (steal time) over a phase, and
-/// the machine's speed meanwhile (see [`crate::speed_probe`]).
+/// Reads the machine over a phase: the share of its CPU time the hypervisor takes (steal time)
+/// and what the probes (see [`crate::speed_probe`]) find meanwhile.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct StealMeter {
+pub(crate) struct MachineMeter {
     ticks: Option<MachineTicks>,
     since: Instant,
 }
 
-impl StealMeter {
+impl MachineMeter {
     /// Starts the phase now.
     pub(crate) fn start() -> Self {
-        StealMeter {
+        MachineMeter {
             ticks: machine_ticks(),
             since: Instant::now(),
         }
     }
 
+    /// The machine since the start: the share (0 to 1) stolen (`None` where `/proc/stat` cannot
+    /// tell), the speed probe's median time (ms) for its fixed work and the flush probe's mean
+    /// time (ms) for a flush (each `None` without enough samples).
+    pub(crate) fn readings(&self) -> MachineReadings {
+        MachineReadings {
+            stolen: self.stolen(),
+            probe_ms: crate::speed_probe::cpu_median_since(self.since),
+            flush_ms: crate::speed_probe::flush_mean_since(self.since),
+        }
+    }
+
     /// The share (0 to 1) stolen since the start; `None` where `/proc/stat` cannot tell.
-    pub(crate) fn stolen(&self) -> Option<f64> {
+    fn stolen(&self) -> Option<f64> {
         self.ticks?.stolen_share_until(machine_ticks()?)
-    }
-
-    /// The speed probe's median time (ms) for its fixed work since the start; `None` without
-    /// enough samples.
-    pub(crate) fn probe_ms(&self) -> Option<f64> {
-        crate::speed_probe::cpu_median_since(self.since)
-    }
-
-    /// The flush probe's mean time (ms) for a flush since the start; `None` without enough
-    /// samples.
-    pub(crate) fn flush_ms(&self) -> Option<f64> {
-        crate::speed_probe::flush_mean_since(self.since)
     }
 }
 
@@ -264,7 +259,7 @@ mod tests {
     fn this_machine_has_cpu_ticks_on_linux() {
         if cfg!(target_os = "linux") {
             assert!(machine_ticks().is_some());
-            let meter = StealMeter::start();
+            let meter = MachineMeter::start();
             std::thread::sleep(Duration::from_millis(30));
             let stolen = meter.stolen().expect("a share after 30 ms");
             assert!((0.0..=1.0).contains(&stolen), "{stolen}");
