@@ -454,14 +454,14 @@ pub(crate) fn depth_lines(results: &[BenchResult]) -> Vec<String> {
                 ),
                 _ => String::new(),
             };
-            let speed = match (r.figure.probe_ms(), s.figure.probe_ms()) {
-                (Some(d), Some(s)) => format!("; speed probe {d:.2} and {s:.2} ms"),
+            // A probe's reading in the deep run and in the shallow one, in ms.
+            let probe = |label: &str, deep: Option<f64>, shallow: Option<f64>| match (deep, shallow)
+            {
+                (Some(d), Some(s)) => format!("; {label} {d:.2} and {s:.2} ms"),
                 _ => String::new(),
             };
-            let flush = match (r.figure.flush_ms(), s.figure.flush_ms()) {
-                (Some(d), Some(s)) => format!("; flush {d:.2} and {s:.2} ms"),
-                _ => String::new(),
-            };
+            let speed = probe("speed probe", r.figure.probe_ms(), s.figure.probe_ms());
+            let flush = probe("flush", r.figure.flush_ms(), s.figure.flush_ms());
             lines.push(format!(
                 "w3_work depth, {} with {} workers: {:.1} us/job at {} queued, {:.1} at {}: x{growth:.2} ({} within 20 %{stolen}{speed}{flush})",
                 r.driver,

@@ -1,6 +1,6 @@
-//! Times a measured phase: wall time, the CPU time this process spent in it, the share of the
-//! machine's CPU time the hypervisor took meanwhile, and the WAL and write transactions the
-//! database spent on it.
+//! Times a measured phase: wall time, the CPU time this process spent in it, the machine
+//! meanwhile (the share of its CPU time the hypervisor took, and the speed and flush probes'
+//! readings), and the WAL and write transactions the database spent on it.
 
 use std::time::{Duration, Instant};
 
