@@ -132,7 +132,10 @@ impl Driver for SqlxDriver {
     async fn acquire(&self) -> Result<SqlxConnection> {
         let conn = match self.warm.take() {
             Some(conn) => conn,
-            None => self.pool.acquire().await.map_err(db_error)?,
+            // Boxed: sqlx's acquire future takes kilobytes, and every future that awaits
+            // this one (a claim, a completion batch, an insert) would carry it inline and be
+            // copied whole each time it is built and moved, whether or not it gets this far.
+            None => Box::pin(self.pool.acquire()).await.map_err(db_error)?,
         };
         let conn = SqlxConnection::pooled(conn, Arc::clone(&self.warm));
         Ok(if self.unnamed { conn.unnamed() } else { conn })
