@@ -85,6 +85,7 @@ queries! {
     JobRetry => "job/job_retry.sql",
     JobSchedule => "job/job_schedule.sql",
     JobSetCompletedMany => "job/job_set_completed_many.sql",
+    JobSetCompletedManyCount => "job/job_set_completed_many_count.sql",
     JobSetStateIfRunningMany => "job/job_set_state_if_running_many.sql",
     QueueControlNotify => "queue/queue_control_notify.sql",
     QueueList => "queue/queue_list.sql",

@@ -231,8 +231,10 @@ impl<D: Driver> BatchCompleter<D> {
             matches!(c.outcome, Outcome::Completed { .. })
                 && c.job.metadata.get("periodic").is_none()
         });
+        // Rows are only needed to build events; without subscribers the row count is enough.
+        let want_rows = self.events.has_subscribers();
         let stmt = if plain {
-            job_set_completed_many(&self.schema, batch.iter().map(Completion::claim))
+            job_set_completed_many(&self.schema, batch.iter().map(Completion::claim), want_rows)
         } else {
             let params: Vec<SetStateParams> =
                 batch.iter().map(|c| c.outcome.params(&c.job)).collect();
@@ -240,8 +242,6 @@ impl<D: Driver> BatchCompleter<D> {
                 TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
             job_set_state_if_running_many(&self.schema, &params, available_within)
         };
-        // Rows are only needed to build events; without subscribers the row count is enough.
-        let want_rows = self.events.has_subscribers();
         let span = debug_span!(
             "pgmill.completer_flush",
             num_outcomes = batch.len(),

@@ -433,13 +433,20 @@ impl FromRow for CompletedRow {
 }
 
 /// The lean statement for a batch of plain completions of non-periodic jobs, fenced alike: it
-/// completes the claims `(id, fencing token)`.
+/// completes the claims `(id, fencing token)`, returning a [`CompletedRow`] for each when `rows`,
+/// and only the count of rows completed otherwise.
 pub(crate) fn job_set_completed_many(
     schema: &Schema,
     claims: impl Iterator<Item = (JobId, i64)> + Clone,
+    rows: bool,
 ) -> Statement {
+    let query = if rows {
+        Query::JobSetCompletedMany
+    } else {
+        Query::JobSetCompletedManyCount
+    };
     schema
-        .statement(Query::JobSetCompletedMany)
+        .statement(query)
         .bind(claims.clone().map(|(id, _)| id.0).collect::<Vec<_>>())
         .bind(claims.map(|(_, token)| token).collect::<Vec<_>>())
 }

@@ -158,6 +158,27 @@ pub async fn two_clients_share_work_without_running_a_job_twice<H: Harness>() {
 
 /// A superseded attempt that reports late changes nothing, and is counted.
 pub async fn superseded_attempt_reporting_late_changes_nothing<H: Harness>() {
+    superseded_attempt_reports_late::<H>(
+        || Err(JobError::retry("late failure from a presumed-dead worker")),
+        false,
+    )
+    .await;
+}
+
+/// A superseded attempt's late success changes nothing either, and is counted: through the lean
+/// completion a client without event subscribers runs for a count of rows only, and through the
+/// one returning the completed rows for a client with a subscriber.
+pub async fn superseded_attempt_reporting_late_success_changes_nothing<H: Harness>() {
+    superseded_attempt_reports_late::<H>(|| Ok(()), false).await;
+    superseded_attempt_reports_late::<H>(|| Ok(()), true).await;
+}
+
+/// Client A's attempt reports `late` after the job was made available again and client B ran it
+/// to completion; `subscribed` keeps an event subscription on A open meanwhile.
+async fn superseded_attempt_reports_late<H: Harness>(
+    late: fn() -> Result<(), JobError>,
+    subscribed: bool,
+) {
     let ctx = ctx::<H>().await;
     let release = Arc::new(Notify::new());
     let gate = Arc::clone(&release);
@@ -165,7 +186,7 @@ pub async fn superseded_attempt_reporting_late_changes_nothing<H: Harness>() {
         let gate = Arc::clone(&gate);
         async move {
             gate.notified().await;
-            Err(JobError::retry("late failure from a presumed-dead worker"))
+            late()
         }
     });
     // No prefetch: A's only slot is taken, so only B claims the job once it is available again.
@@ -176,6 +197,7 @@ pub async fn superseded_attempt_reporting_late_changes_nothing<H: Harness>() {
         .job_timeout(None)
         .build()
         .unwrap();
+    let _events = subscribed.then(|| a.subscribe());
     let job = a.insert(Task { n: 1 }).await.unwrap();
     a.start().await.unwrap();
     wait_for("attempt 1 running", async || {
@@ -204,6 +226,7 @@ pub async fn superseded_attempt_reporting_late_changes_nothing<H: Harness>() {
     })
     .await;
     b.stop().await;
+    let completed = a.job_get(job.id).await.unwrap().unwrap();
 
     release.notify_one();
     a.stop().await;
@@ -211,7 +234,12 @@ pub async fn superseded_attempt_reporting_late_changes_nothing<H: Harness>() {
     assert_eq!(after.state, JobState::Completed);
     assert_eq!(after.attempt, 2);
     assert!(after.errors.is_empty(), "the late error was not recorded");
+    assert_eq!(
+        after.finalized_at, completed.finalized_at,
+        "B's completion stands"
+    );
     assert_eq!(a.stats().superseded_results, 1);
+    assert_eq!(a.stats().recorded_outcomes, 0);
 }
 
 /// Stop before start, stop twice and start after stop are all safe.
