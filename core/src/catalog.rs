@@ -195,6 +195,25 @@ mod tests {
         }
     }
 
+    /// The completion run for a count only is the one returning rows without its `RETURNING`:
+    /// two files, so each is prepared as sent, kept in step here.
+    #[test]
+    fn the_counting_completion_is_the_returning_one_without_its_rows() {
+        let body = |q: Query| {
+            compact("", q.template())
+                .split_once('\n')
+                .unwrap()
+                .1
+                .to_owned()
+        };
+        let counting = body(Query::JobSetCompletedManyCount);
+        let returning = body(Query::JobSetCompletedMany);
+        let rest = returning
+            .strip_prefix(counting.as_str())
+            .unwrap_or_else(|| panic!("{returning:?} does not start with {counting:?}"));
+        assert!(rest.trim_start().starts_with("RETURNING "), "{rest:?}");
+    }
+
     #[test]
     fn a_query_takes_as_many_parameters_as_its_file_documents() {
         for q in Query::ALL {
