@@ -82,6 +82,11 @@ impl<D: Driver> Executor for ConnectionLease<D> {
         self.observe(r)
     }
 
+    async fn query_held(&mut self, stmt: &Statement) -> Result<crate::driver::HeldRows> {
+        let r = self.conn().query_held(stmt).await;
+        self.observe(r)
+    }
+
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
         let r = self.conn().execute_script(sql).await;
         self.observe(r)

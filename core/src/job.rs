@@ -192,6 +192,10 @@ impl JobRow {
     /// The position of `attempted_at` in [`JobRow::CLAIMED_COLUMNS`].
     pub(crate) const CLAIMED_AT_COLUMN: usize = 7;
 
+    /// The positions of `id`, `priority` and `scheduled_at` in [`JobRow::CLAIMED_COLUMNS`]: a
+    /// job's position in fetch order.
+    pub(crate) const CLAIMED_POSITION_COLUMNS: (usize, usize, usize) = (0, 4, 10);
+
     /// Decodes a row of a claim (`job_get_available*.sql`), read in place by position (the
     /// caller checks the columns against [`JobRow::CLAIMED_COLUMNS`] once per result). The claim
     /// leaves out what every job it claims has in common (state `running`, no `finalized_at`,
@@ -273,6 +277,17 @@ fn attempt_errors(errors: Vec<serde_json::Value>) -> Result<Vec<AttemptError>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claimed_column_positions_name_their_columns() {
+        let (id, priority, scheduled_at) = JobRow::CLAIMED_POSITION_COLUMNS;
+        let names = JobRow::CLAIMED_COLUMNS;
+        assert_eq!(
+            [names[id], names[priority], names[scheduled_at]],
+            ["id", "priority", "scheduled_at"]
+        );
+        assert_eq!(names[JobRow::CLAIMED_AT_COLUMN], "attempted_at");
+    }
 
     #[test]
     fn states_round_trip_through_their_names() {

@@ -7,7 +7,10 @@
 //! producer. The producer fetches when woken (an insert notification, an insert by this process,
 //! a slot freed, the buffer down to half, a resume) or when the poll timer fires (with jitter),
 //! and again at once after a full batch, so with few workers a claim still fetches many jobs and
-//! the next claim is under way before the buffer runs dry.
+//! the next claim is under way before the buffer runs dry. When that next claim will be a full
+//! one whatever the last one's jobs do (many workers, short jobs), it is sent as soon as the last
+//! claim's rows arrive, before they are decoded and handed out: the client's work on one claim
+//! overlaps the server's on the next, instead of lengthening every claim cycle.
 //!
 //! A buffered job is claimed like a running one: `running` in the table, its attempt counted,
 //! owned by this client, covered by its heartbeat (and rescued if the client dies). Its timeout
@@ -34,14 +37,15 @@ use tracing::{Instrument, debug, debug_span, info_span, warn};
 
 use crate::claim_tokens::ClaimTokens;
 use crate::connection_lease::ConnectionLease;
-use crate::driver::{Driver, Executor};
+use crate::driver::{Driver, Executor, HeldRows};
 use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, MetricsSink};
 use crate::error::{Error, Result, with_timeout};
 use crate::health::HealthState;
 use crate::in_flight::{HeldClaim, InFlight};
 use crate::job_executor::JobExecutor;
 use crate::query::{
-    FetchPosition, IdRow, QueueUpsertRow, job_get_available, job_get_cancel_requested, queue_upsert,
+    FetchPosition, IdRow, QueueUpsertRow, claimed_jobs, claimed_position, job_get_available,
+    job_get_cancel_requested, queue_upsert,
 };
 use crate::queue_handle::QueueHandle;
 use crate::slot_pool::{Buffered, SlotPool};
@@ -53,9 +57,9 @@ async fn cancel_running_on_kill(handle: Arc<QueueHandle>, kill: CancellationToke
 }
 
 /// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+struct AbortOnDrop<T = ()>(tokio::task::JoinHandle<T>);
 
-impl Drop for AbortOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
@@ -271,6 +275,13 @@ impl<D: Driver> Producer<D> {
 
     /// Fetches until the queue runs dry, or every slot is busy and the buffer is at least half
     /// full, or the queue is paused.
+    ///
+    /// Back-to-back claims overlap: when a claim's rows arrive and the next claim will be a full
+    /// one whatever this one's jobs do, the next is sent before this one's rows are decoded, so
+    /// the client's decoding and handing out of a claim's jobs runs while the server runs the next
+    /// claim rather than between the two. It starts after the last job of the claim before it
+    /// (whose position is read first, from three columns). A claim sent is always taken in:
+    /// nothing returns while one is on its way.
     async fn fill_slots(
         &self,
         slots: &Arc<SlotPool>,
@@ -279,55 +290,88 @@ impl<D: Driver> Producer<D> {
     ) -> Result<()> {
         // One connection for a run of back-to-back fetches, back to the pool when this returns.
         let mut lease: Option<ConnectionLease<D>> = None;
+        // The next claim, sent before the last one was decoded.
+        let mut sent: Option<SentClaim<D>> = None;
+        // A claim whose rows could not be read: the error is returned once the claim sent after
+        // it has been taken in.
+        let mut failed: Option<Error> = None;
         let prefetch = self.config.prefetch;
         loop {
-            if self.handle.is_paused() || kill.is_cancelled() {
-                return Ok(());
-            }
-            let free = slots.free();
-            let buffered = slots.buffered();
-            if free == 0 && buffered > prefetch / 2 {
-                return Ok(());
-            }
-            let limit = self.fetch_size(free, buffered);
-            if limit == 0 {
-                return Ok(());
-            }
-            let span = debug_span!("pgmill.claim", queue = %self.queue, limit, num_jobs = Empty);
-            let started = Instant::now();
-            let after = cursor.next_claim();
-            let token = self.config.claim_tokens.next();
-            let jobs = with_timeout("fetch", async {
-                let conn = match &mut lease {
-                    Some(conn) => conn,
-                    None => lease.insert(ConnectionLease::acquire(&self.driver).await?),
-                };
-                job_get_available(
-                    conn,
-                    self.executor.schema_ref(),
-                    &self.queue,
-                    limit,
-                    &self.config.client_id,
-                    token,
-                    after,
-                )
-                .await
-            })
-            .instrument(span.clone())
-            .await?;
-            let fetched = jobs.len();
-            cursor.claimed(
-                after.is_none(),
-                started,
-                jobs.last().map(|j| (j.priority, j.scheduled_at, j.id)),
-            );
-            span.record("num_jobs", fetched);
-            self.claim_seconds.record(started.elapsed().as_secs_f64());
+            let mut claim = match sent.take() {
+                Some(claim) => claim,
+                None => {
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                    if self.handle.is_paused() || kill.is_cancelled() {
+                        return Ok(());
+                    }
+                    let free = slots.free();
+                    let buffered = slots.buffered();
+                    if free == 0 && buffered > prefetch / 2 {
+                        return Ok(());
+                    }
+                    let limit = self.fetch_size(free, buffered);
+                    if limit == 0 {
+                        return Ok(());
+                    }
+                    self.send_claim(lease.take(), cursor, limit)
+                }
+            };
+            let (returned, rows) = claim.rows().await;
+            lease = returned;
+            let mut rows = match rows {
+                Ok(rows) => rows,
+                Err(e) => {
+                    if let Some(earlier) = failed {
+                        warn!(error = %earlier, "cannot read a claim's rows");
+                    }
+                    return Err(e);
+                }
+            };
+            let fetched = rows.len();
+            let last = match claimed_position(&mut rows) {
+                Ok(last) => last,
+                Err(e) => {
+                    failed = Some(e);
+                    continue;
+                }
+            };
+            cursor.claimed(claim.after.is_none(), claim.started, last);
+            claim.span.record("num_jobs", fetched);
+            self.claim_seconds
+                .record(claim.started.elapsed().as_secs_f64());
             self.claim_jobs.record(fetched as f64);
+            if failed.is_none()
+                && fetched == claim.limit
+                && !self.handle.is_paused()
+                && !kill.is_cancelled()
+            {
+                // What the slots and the buffer will be once this claim's jobs are handed out.
+                let free = slots.free();
+                let started = free.min(fetched);
+                let (free, buffered) = (free - started, slots.buffered() + fetched - started);
+                if !(free == 0 && buffered > prefetch / 2)
+                    && self.fetch_size(free, buffered) == self.config.fetch_limit
+                {
+                    sent = Some(self.send_claim(lease.take(), cursor, self.config.fetch_limit));
+                    // The claim's task sends it (and, on a library with a connection task, that
+                    // task writes it) before this claim is decoded.
+                    tokio::task::yield_now().await;
+                }
+            }
+            let jobs =
+                match claimed_jobs(&mut rows, &self.queue, &self.config.client_id, claim.token) {
+                    Ok(jobs) => jobs,
+                    Err(e) => {
+                        failed = Some(e);
+                        continue;
+                    }
+                };
             self.in_flight.add_all(jobs.iter().map(|j| HeldClaim {
                 id: j.id,
                 attempt: j.attempt,
-                token,
+                token: claim.token,
                 attempted_at: j.attempted_at,
                 created_at: j.created_at,
             }));
@@ -350,8 +394,11 @@ impl<D: Driver> Producer<D> {
                     })
                     .collect(),
             );
-            if fetched < limit {
-                if after.is_some() && cursor.ran_dry() {
+            if sent.is_some() {
+                continue;
+            }
+            if fetched < claim.limit {
+                if claim.after.is_some() && cursor.ran_dry() {
                     // The end of the queue from the position: look at the head before concluding
                     // it ran dry (later if claims from the head have become slow: the producer
                     // then sleeps until it is due).
@@ -366,6 +413,82 @@ impl<D: Driver> Producer<D> {
             if self.fetch_size(slots.free(), slots.buffered()) < self.config.fetch_limit {
                 tokio::task::yield_now().await;
             }
+        }
+    }
+
+    /// Sends a claim of up to `limit` jobs from where `cursor` says, on `lease` (or a connection
+    /// acquired for it), on a task of its own.
+    fn send_claim(
+        &self,
+        lease: Option<ConnectionLease<D>>,
+        cursor: &mut ClaimCursor,
+        limit: usize,
+    ) -> SentClaim<D> {
+        let span = debug_span!("pgmill.claim", queue = %self.queue, limit, num_jobs = Empty);
+        let started = Instant::now();
+        let after = cursor.next_claim();
+        let token = self.config.claim_tokens.next();
+        let stmt = job_get_available(
+            self.executor.schema_ref(),
+            &self.queue,
+            limit,
+            &self.config.client_id,
+            token,
+            after,
+        );
+        let driver = self.driver.clone();
+        let task = tokio::spawn(
+            async move {
+                let mut lease = lease;
+                let rows = with_timeout("fetch", async {
+                    let conn = match &mut lease {
+                        Some(conn) => conn,
+                        None => lease.insert(ConnectionLease::acquire(&driver).await?),
+                    };
+                    conn.query_held(&stmt).await
+                })
+                .await;
+                (lease, rows)
+            }
+            .instrument(span.clone()),
+        );
+        SentClaim {
+            task: AbortOnDrop(task),
+            token,
+            after,
+            limit,
+            started,
+            span,
+        }
+    }
+}
+
+/// A claim on its way: its statement runs on a task of its own, which hands back the connection
+/// with the claim's rows, undecoded.
+struct SentClaim<D: Driver> {
+    task: AbortOnDrop<ClaimOutcome<D>>,
+    /// The claim's fencing token.
+    token: i64,
+    /// Where the claim started (`None`: the head of the queue).
+    after: Option<FetchPosition>,
+    /// Most jobs it claims.
+    limit: usize,
+    /// When it was sent.
+    started: Instant,
+    span: tracing::Span,
+}
+
+/// The connection a claim ran on (none when it could not get one) and its rows.
+type ClaimOutcome<D> = (Option<ConnectionLease<D>>, Result<HeldRows>);
+
+impl<D: Driver> SentClaim<D> {
+    /// Waits for the claim's rows. A panic in the claim's task carries on here.
+    async fn rows(&mut self) -> ClaimOutcome<D> {
+        match (&mut self.task.0).await {
+            Ok(outcome) => outcome,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Only aborted when dropped, so not seen here; the claim may have committed.
+            Err(_) => (None, Err(Error::Timeout("fetch"))),
         }
     }
 }

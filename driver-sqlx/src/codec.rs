@@ -6,8 +6,8 @@ use std::sync::Arc;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use pgmill::Result;
 use pgmill::driver::{
-    ColumnType, PgType, Row, RowView, Statement, Value, decode_each, decode_result, decode_values,
-    interval, timestamp,
+    ColumnType, PgType, Row, RowSource, RowView, Statement, Value, decode_each, decode_result,
+    decode_values, interval, timestamp,
 };
 use sqlx::error::BoxDynError;
 use sqlx::postgres::types::PgInterval;
@@ -129,6 +129,34 @@ pub(crate) fn decode_rows_with<T>(
 ) -> Result<Vec<T>> {
     let types = column_types(rows)?;
     decode_each(rows, |row| LibraryRow { row, types: &types }, decode)
+}
+
+/// A result's library rows and their column types, held to be read later
+/// ([`pgmill::driver::HeldRows`]).
+pub(crate) struct LibraryRows {
+    rows: Vec<PgRow>,
+    types: Vec<ColumnType>,
+}
+
+impl LibraryRows {
+    /// Holds `rows`, their column types looked up once, from the first row.
+    pub(crate) fn new(rows: Vec<PgRow>) -> Result<Self> {
+        let types = column_types(&rows)?;
+        Ok(LibraryRows { rows, types })
+    }
+}
+
+impl RowSource for LibraryRows {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn read_each(&mut self, read: &mut dyn FnMut(&mut dyn RowView) -> Result<()>) -> Result<()> {
+        let types = &self.types;
+        self.rows
+            .iter()
+            .try_for_each(|row| read(&mut LibraryRow { row, types }))
+    }
 }
 
 /// The types of a result's columns, from its first row (none for an empty result).

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pgmill::driver::{
-    CopyChunks, CopyIn, Executor, Row, RowView, Statement, Transaction, WarmConnections,
+    CopyChunks, CopyIn, Executor, HeldRows, Row, RowView, Statement, Transaction, WarmConnections,
 };
 use pgmill::{DbError, DbErrorKind, Result};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgQueryResult, PgRow};
 use sqlx::{AssertSqlSafe, Connection as _, PgConnection, Postgres};
 
-use crate::codec::{bound, decode_rows, decode_rows_with};
+use crate::codec::{LibraryRows, bound, decode_rows, decode_rows_with};
 use crate::error::db_error;
 
 /// Bulk inserts of fewer rows go in one multi-row `INSERT` rather than a `COPY`.
@@ -317,6 +317,10 @@ where
         F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         decode_rows_with(&self.rows(stmt).await?, decode)
+    }
+
+    async fn query_held(&mut self, stmt: &Statement) -> Result<HeldRows> {
+        Ok(HeldRows::new(LibraryRows::new(self.rows(stmt).await?)?))
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {

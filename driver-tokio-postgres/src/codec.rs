@@ -7,8 +7,8 @@ use bytes::BytesMut;
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use pgmill::Result;
 use pgmill::driver::{
-    ColumnType, PgType, Row, RowView, Statement, Value, decode_each, decode_result, decode_values,
-    interval, timestamp,
+    ColumnType, PgType, Row, RowSource, RowView, Statement, Value, decode_each, decode_result,
+    decode_values, interval, timestamp,
 };
 use postgres_types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
@@ -181,6 +181,19 @@ pub(crate) fn decode_rows_with<T>(
     decode: impl FnMut(&mut dyn RowView) -> Result<T>,
 ) -> Result<Vec<T>> {
     decode_each(rows, LibraryRow, decode)
+}
+
+/// A result's library rows, held to be read later ([`pgmill::driver::HeldRows`]).
+pub(crate) struct LibraryRows(pub(crate) Vec<tokio_postgres::Row>);
+
+impl RowSource for LibraryRows {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn read_each(&mut self, read: &mut dyn FnMut(&mut dyn RowView) -> Result<()>) -> Result<()> {
+        self.0.iter().try_for_each(|row| read(&mut LibraryRow(row)))
+    }
 }
 
 /// A library row read in place: each column decoded by its type when asked for.

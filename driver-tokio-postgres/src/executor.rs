@@ -19,10 +19,12 @@ use bytes::Bytes;
 use deadpool_postgres::{ClientWrapper, Object, StatementCache};
 use futures_util::SinkExt;
 use pgmill::Result;
-use pgmill::driver::{CopyChunks, CopyIn, Executor, Row, RowView, Statement, Transaction};
+use pgmill::driver::{
+    CopyChunks, CopyIn, Executor, HeldRows, Row, RowView, Statement, Transaction,
+};
 use tokio_postgres::{Client, GenericClient, ToStatement};
 
-use crate::codec::{Params, decode_rows, decode_rows_with};
+use crate::codec::{LibraryRows, Params, decode_rows, decode_rows_with};
 use crate::error::db_error;
 
 /// The size of the `CopyData` messages a COPY is streamed in.
@@ -98,6 +100,10 @@ impl Executor for TokioPostgresConnection {
         F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         self.executor().query_with(stmt, decode).await
+    }
+
+    async fn query_held(&mut self, stmt: &Statement) -> Result<HeldRows> {
+        self.executor().query_held(stmt).await
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {
@@ -288,6 +294,10 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
         F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         decode_rows_with(&self.rows(stmt).await?, decode)
+    }
+
+    async fn query_held(&mut self, stmt: &Statement) -> Result<HeldRows> {
+        Ok(HeldRows::new(LibraryRows(self.rows(stmt).await?)))
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {

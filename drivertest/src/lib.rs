@@ -256,7 +256,7 @@ macro_rules! __conformance_cases {
                 soft_stop_gives_buffered_jobs_back_without_using_an_attempt,
                 cancel_reaches_a_buffered_job, pause_gives_buffered_jobs_back,
                 buffered_jobs_time_out_from_their_start,
-                a_dead_client_leaves_its_buffered_jobs_rescuable,
+                a_dead_client_leaves_its_buffered_jobs_rescuable, overlapped_claims_hand_out_each_job_once,
             }
             job_scheduler {
                 due_jobs_become_available_and_keep_their_time,
@@ -340,7 +340,7 @@ macro_rules! __conformance_cases {
                 varchar_name_and_bpchar_decode_as_text, json_decodes_as_jsonb,
                 json_array_decodes_as_jsonb_array,
                 interval_with_days_decodes, unsupported_type_is_a_decode_error,
-                query_scalar_of_no_rows_is_an_error,
+                query_scalar_of_no_rows_is_an_error, held_rows_are_read_later_elsewhere_and_twice,
                 rows_read_in_place_read_each_type_and_refuse_others,
             }
             error_sqlstate {

@@ -28,7 +28,10 @@ mod warm;
 use std::future::Future;
 
 pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
-pub use row::{FromColumn, FromRow, Row, RowView, decode_each, decode_result, decode_values};
+pub use row::{
+    FromColumn, FromRow, HeldRows, Row, RowSource, RowView, decode_each, decode_result,
+    decode_values,
+};
 pub(crate) use row::{rows_as, rows_with};
 pub use statement::{CopyIn, CopyRowWriter, Statement, copy_target};
 pub use value::{FromValue, IntoValue, PgType, Value};
@@ -161,6 +164,22 @@ pub trait Executor: Send {
         F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
         async move { row::rows_with(self.query(stmt).await?, decode) }
+    }
+
+    /// Runs a statement and hands its rows over undecoded, as [`HeldRows`] the caller reads when
+    /// it is ready: after sending its next statement on this connection, or on another task.
+    /// The producer claims this way, so that its next claim travels and runs while it decodes the
+    /// last one.
+    ///
+    /// The default holds core's [`Row`]s from [`Executor::query`]; a driver whose library's rows
+    /// are owned and can move between threads holds those instead, and reads them as its
+    /// [`Executor::query_with`] does.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    fn query_held(&mut self, stmt: &Statement) -> impl Future<Output = Result<HeldRows>> + Send {
+        async move { Ok(HeldRows::new(self.query(stmt).await?)) }
     }
 
     /// Runs a statement and decodes every row as `T`.

@@ -286,6 +286,132 @@ impl RowView for Row {
         let ty = self.values[i].pg_type();
         Ok(std::mem::replace(&mut self.values[i], Value::Null(ty)))
     }
+
+    /// Copies the value: a number can be read again (rows held in [`HeldRows`] are read twice).
+    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
+        self.copied(i)
+    }
+
+    /// Copies the value, as [`RowView::int2`] does.
+    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
+        self.copied(i)
+    }
+
+    /// Copies the value, as [`RowView::int2`] does.
+    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
+        self.copied(i)
+    }
+}
+
+impl Row {
+    /// Column `i` converted from a copy of its value, which stays in place.
+    fn copied<T: FromValue>(&self, i: usize) -> Result<Option<T>> {
+        Option::<T>::from_value(self.values[i].clone())
+            .map_err(|m| column_error(&self.columns[i], m))
+    }
+}
+
+/// A statement's rows as the driver's library returned them, kept to be read later: after the
+/// connection has gone on to its next statement, and on another task than the one that ran it.
+/// The producer reads a claim's rows this way, so its next claim is on its way to the server while
+/// it decodes the last one ([`Executor::query_held`]).
+///
+/// Rows can be read more than once; a number or a timestamp read again reads the same value
+/// ([`RowView::int2`], [`RowView::int8`], [`RowView::timestamptz`]).
+///
+/// [`Executor::query_held`]: super::Executor::query_held
+pub struct HeldRows {
+    source: Box<dyn RowSource>,
+}
+
+impl HeldRows {
+    /// Holds `source`'s rows.
+    pub fn new(source: impl RowSource) -> Self {
+        HeldRows {
+            source: Box::new(source),
+        }
+    }
+
+    /// How many rows there are.
+    pub fn len(&self) -> usize {
+        self.source.len()
+    }
+
+    /// True when there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Reads every row in place through `read`, in the order the server sent them.
+    ///
+    /// # Errors
+    ///
+    /// The first error `read` returns.
+    pub fn read_each(
+        &mut self,
+        mut read: impl FnMut(&mut dyn RowView) -> Result<()>,
+    ) -> Result<()> {
+        self.source.read_each(&mut read)
+    }
+
+    /// Decodes every row through `decode`, in the order the server sent them, into a vector of
+    /// exactly their number.
+    ///
+    /// # Errors
+    ///
+    /// The first error `decode` returns.
+    pub fn decode<T>(
+        &mut self,
+        mut decode: impl FnMut(&mut dyn RowView) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut decoded = Vec::with_capacity(self.len());
+        self.read_each(|row| {
+            decoded.push(decode(row)?);
+            Ok(())
+        })?;
+        Ok(decoded)
+    }
+}
+
+impl std::fmt::Debug for HeldRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldRows")
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// Where [`HeldRows`] keeps a result: a driver implements it over its library's owned rows, each
+/// read through the same [`RowView`] its [`Executor::query_with`] reads with. Core's own
+/// [`Row`]s implement it too ([`Executor::query_held`]'s default).
+///
+/// [`Executor::query_with`]: super::Executor::query_with
+/// [`Executor::query_held`]: super::Executor::query_held
+pub trait RowSource: Send + 'static {
+    /// How many rows there are.
+    fn len(&self) -> usize;
+
+    /// True when there is no row.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Reads every row in place through `read`, in order.
+    ///
+    /// # Errors
+    ///
+    /// The first error `read` returns.
+    fn read_each(&mut self, read: &mut dyn FnMut(&mut dyn RowView) -> Result<()>) -> Result<()>;
+}
+
+impl RowSource for Vec<Row> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn read_each(&mut self, read: &mut dyn FnMut(&mut dyn RowView) -> Result<()>) -> Result<()> {
+        self.iter_mut().try_for_each(|row| read(row))
+    }
 }
 
 /// Decodes every row of a library's result through `decode`, each seen through `view`, into a

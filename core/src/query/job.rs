@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::micros;
 use crate::catalog::Query;
-use crate::driver::{CopyIn, Executor, FromRow, Row, RowView, Statement};
+use crate::driver::{CopyIn, FromRow, HeldRows, Row, RowView, Statement};
 use crate::error::Result;
 use crate::in_flight::HeldClaim;
 use crate::inserter::InsertResult;
@@ -305,45 +305,75 @@ pub(crate) fn job_copy_available<'a>(
 /// A position in fetch order: (priority, scheduled_at, id) of a job.
 pub(crate) type FetchPosition = (i16, DateTime<Utc>, JobId);
 
-/// Claims up to `limit` due jobs of `queue` in fetch order for `client_id` under the fencing token
-/// `claim_token`; only those after `after` when given (`job_get_available_after.sql`).
-pub(crate) async fn job_get_available<E: Executor>(
-    exec: &mut E,
+/// The claim of up to `limit` due jobs of `queue` in fetch order for `client_id` under the fencing
+/// token `claim_token`; only those after `after` when given (`job_get_available_after.sql`). Run
+/// it with [`Executor::query_held`](crate::driver::Executor::query_held) and read its rows with
+/// [`claimed_position`] and [`claimed_jobs`].
+pub(crate) fn job_get_available(
     schema: &Schema,
     queue: &str,
     limit: usize,
     client_id: &str,
     claim_token: i64,
     after: Option<FetchPosition>,
-) -> Result<Vec<Arc<JobRow>>> {
+) -> Statement {
     let query = match after {
         Some(_) => Query::JobGetAvailableAfter,
         None => Query::JobGetAvailable,
     };
-    let mut stmt = schema
+    let stmt = schema
         .statement(query)
         .bind(queue)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .bind(client_id)
         .bind(claim_token);
-    if let Some((priority, scheduled_at, id)) = after {
-        stmt = stmt.bind(priority).bind(scheduled_at).bind(id.0);
+    match after {
+        Some((priority, scheduled_at, id)) => stmt.bind(priority).bind(scheduled_at).bind(id.0),
+        None => stmt,
     }
+}
+
+/// The position in fetch order of the last job a claim took: the greatest (priority,
+/// scheduled_at, id) of its rows (RETURNING has no order), `None` for no row. Reads those three
+/// columns only (the producer sends its next claim from there before decoding the rest), after
+/// checking the rows' columns.
+pub(crate) fn claimed_position(rows: &mut HeldRows) -> Result<Option<FetchPosition>> {
+    let (id, priority, scheduled_at) = JobRow::CLAIMED_POSITION_COLUMNS;
+    let mut first = true;
+    let mut last: Option<FetchPosition> = None;
+    rows.read_each(|row| {
+        if std::mem::take(&mut first) {
+            row.expect_columns(&JobRow::CLAIMED_COLUMNS)?;
+        }
+        let at = (
+            row.read(priority)?,
+            row.read(scheduled_at)?,
+            JobId(row.read(id)?),
+        );
+        last = Some(last.map_or(at, |l| l.max(at)));
+        Ok(())
+    })?;
+    Ok(last)
+}
+
+/// Decodes the rows of a claim made by [`job_get_available`] with the same `queue`, `client_id`
+/// and `claim_token`, in fetch order.
+pub(crate) fn claimed_jobs(
+    rows: &mut HeldRows,
+    queue: &str,
+    client_id: &str,
+    claim_token: i64,
+) -> Result<Vec<Arc<JobRow>>> {
     // The claim's time, read once: the statement sets every row's `attempted_at` to its `now()`.
     let mut attempted_at = None;
     let mut first = true;
-    // The decoder owns what it reads with: a blocking driver runs it on another thread.
-    let (queue, client_id) = (queue.to_owned(), client_id.to_owned());
-    let mut jobs = exec
-        .query_with(&stmt, move |row| {
-            if std::mem::take(&mut first) {
-                row.expect_columns(&JobRow::CLAIMED_COLUMNS)?;
-                attempted_at = row.read(JobRow::CLAIMED_AT_COLUMN)?;
-            }
-            JobRow::from_claimed_row(row, &queue, claim_token, &client_id, attempted_at)
-                .map(Arc::new)
-        })
-        .await?;
+    let mut jobs = rows.decode(|row| {
+        if std::mem::take(&mut first) {
+            row.expect_columns(&JobRow::CLAIMED_COLUMNS)?;
+            attempted_at = row.read(JobRow::CLAIMED_AT_COLUMN)?;
+        }
+        JobRow::from_claimed_row(row, queue, claim_token, client_id, attempted_at).map(Arc::new)
+    })?;
     // RETURNING has no order; run in fetch order.
     jobs.sort_by_key(|j| (j.priority, j.scheduled_at, j.id));
     Ok(jobs)

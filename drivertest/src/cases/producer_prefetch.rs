@@ -274,3 +274,97 @@ pub async fn a_dead_client_leaves_its_buffered_jobs_rescuable<H: Harness>() {
     survivor.stop().await;
     assert_eq!(worker.total_runs(), 4);
 }
+
+/// With as many slots as the fetch limit and a prefetch as large, a producer sends its next claim
+/// before handing out the last one's jobs (whatever those do, the next claim is a full one): two
+/// busy jobs and two buffered ones are claimed, each once; a soft stop gives the buffered ones
+/// (the overlapped claim's) back without using their attempt; and a queue of short jobs worked
+/// through this way runs every job exactly once.
+pub async fn overlapped_claims_hand_out_each_job_once<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let gate = Arc::new(Semaphore::new(0));
+    let worker = {
+        let gate = Arc::clone(&gate);
+        ScriptedWorker::new(move |_| {
+            let gate = Arc::clone(&gate);
+            async move {
+                let _open = gate.acquire().await.expect("gate stays open");
+                Ok(())
+            }
+        })
+    };
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .prefetch(2)
+        .fetch_limit(2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    insert_numbered(&client, 8).await;
+    client.start().await.unwrap();
+    wait_for("two running and two buffered", async || {
+        count_in(&ctx, JobState::Running).await == 4 && worker.total_runs() == 2
+    })
+    .await;
+    let claimed = jobs(&ctx).await;
+    assert!(
+        claimed[..4]
+            .iter()
+            .all(|(_, s, a)| s == "running" && *a == 1),
+        "claimed in fetch order, once each: {claimed:?}"
+    );
+    assert!(
+        claimed[4..]
+            .iter()
+            .all(|(_, s, a)| s == "available" && *a == 0),
+        "{claimed:?}"
+    );
+    let stopping = tokio::spawn({
+        let client = client.clone();
+        async move { client.stop().await }
+    });
+    wait_for("buffered jobs given back while two still run", async || {
+        count_in(&ctx, JobState::Available).await == 6
+    })
+    .await;
+    gate.add_permits(2);
+    stopping.await.unwrap();
+    let after = jobs(&ctx).await;
+    assert_eq!(after[0], (0, "completed".to_owned(), 1));
+    assert_eq!(after[1], (1, "completed".to_owned(), 1));
+    assert!(
+        after[2..]
+            .iter()
+            .all(|(_, s, a)| s == "available" && *a == 0),
+        "{after:?}"
+    );
+    assert_eq!(worker.total_runs(), 2);
+
+    // Short jobs, worked through with claims overlapping: each runs once.
+    gate.add_permits(1_000);
+    let client = test_client(&ctx)
+        .queue("default", 2)
+        .prefetch(2)
+        .fetch_limit(2)
+        .worker(worker.clone())
+        .build()
+        .unwrap();
+    insert_numbered(&client, 100).await;
+    client.start().await.unwrap();
+    wait_for("every job completed", async || {
+        count_in(&ctx, JobState::Completed).await == 108
+    })
+    .await;
+    client.stop().await;
+    let runs = worker.runs();
+    assert_eq!(runs.len(), 108);
+    assert!(
+        runs.values().all(|&n| n == 1),
+        "each job ran once: {runs:?}"
+    );
+    let after = jobs(&ctx).await;
+    assert!(
+        after.iter().all(|(_, s, a)| s == "completed" && *a == 1),
+        "{after:?}"
+    );
+}

@@ -224,3 +224,83 @@ pub async fn rows_read_in_place_read_each_type_and_refuse_others<H: Harness>() {
         .expect("connection still usable");
     assert_eq!(one, 1);
 }
+
+/// Rows held undecoded ([`Executor::query_held`], how the producer reads a claim): read after the
+/// connection has run its next statement, on another task, and twice (numbers and timestamps read
+/// the same the second time), they decode as the same statement read in place does; an empty
+/// result holds no row; a typed read of another type is an error naming the column.
+pub async fn held_rows_are_read_later_elsewhere_and_twice<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let mut conn = ctx.conn().await;
+    let sql = Statement::new(
+        "SELECT g::bigint AS id, (g % 3)::smallint AS small, ('k' || g)::text AS kind, \
+         jsonb_build_object('i', g) AS args, \
+         timestamptz '2026-01-02 03:04:05.678901+00' + g * interval '1 second' AS at, \
+         CASE WHEN g = 2 THEN NULL ELSE ARRAY['a', 'b']::text[] END AS names \
+         FROM generate_series(1, 3) g ORDER BY g",
+    );
+    type Decoded = (
+        i64,
+        i16,
+        String,
+        serde_json::Value,
+        chrono::DateTime<chrono::Utc>,
+        Option<Vec<String>>,
+    );
+    fn decode(row: &mut dyn pgmill::driver::RowView) -> pgmill::Result<Decoded> {
+        row.expect_columns(&["id", "small", "kind", "args", "at", "names"])?;
+        Ok((
+            row.read(0)?,
+            row.read(1)?,
+            row.read(2)?,
+            row.read(3)?,
+            row.read(4)?,
+            row.read(5)?,
+        ))
+    }
+    let in_place = conn.query_with(&sql, decode).await.unwrap();
+    let mut held = conn.query_held(&sql).await.unwrap();
+    assert_eq!(held.len(), 3);
+    // The connection goes on to its next statement before the rows are read.
+    let one: i32 = conn
+        .query_scalar(&Statement::new("SELECT 1::int AS one"))
+        .await
+        .unwrap();
+    assert_eq!(one, 1);
+    let (numbers, decoded) = tokio::spawn(async move {
+        let mut numbers = Vec::new();
+        held.read_each(|row| {
+            numbers.push((
+                row.read::<i64>(0)?,
+                row.read::<i16>(1)?,
+                row.read::<chrono::DateTime<chrono::Utc>>(4)?,
+            ));
+            Ok(())
+        })
+        .unwrap();
+        (numbers, held.decode(decode).unwrap())
+    })
+    .await
+    .unwrap();
+    assert_eq!(decoded, in_place);
+    assert_eq!(
+        numbers,
+        in_place
+            .iter()
+            .map(|(id, small, _, _, at, _)| (*id, *small, *at))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(decoded[1].5, None);
+    assert_eq!(decoded[2].3, json!({"i": 3}));
+
+    let none = conn
+        .query_held(&Statement::new("SELECT 1::bigint AS a WHERE false"))
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    let mut mistyped = conn.query_held(&sql).await.unwrap();
+    let err = mistyped
+        .decode(|row| row.read::<serde_json::Value>(2))
+        .expect_err("text read as jsonb");
+    assert!(err.to_string().contains("kind"), "{err}");
+}
