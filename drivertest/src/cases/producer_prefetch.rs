@@ -275,6 +275,22 @@ pub async fn a_dead_client_leaves_its_buffered_jobs_rescuable<H: Harness>() {
     assert_eq!(worker.total_runs(), 4);
 }
 
+/// A client of two slots, a prefetch of 2 and a fetch limit of 2: each full claim's jobs fill
+/// the slots, so the next claim is a full one whatever they do, and is sent before they are
+/// handed out.
+fn overlapping_client<D: pgmill::driver::Driver>(
+    ctx: &TestContext<D>,
+    worker: &ScriptedWorker,
+) -> Client<D> {
+    test_client(ctx)
+        .queue("default", 2)
+        .prefetch(2)
+        .fetch_limit(2)
+        .worker(worker.clone())
+        .build()
+        .unwrap()
+}
+
 /// With as many slots as the fetch limit and a prefetch as large, a producer sends its next claim
 /// before handing out the last one's jobs (whatever those do, the next claim is a full one): two
 /// busy jobs and two buffered ones are claimed, each once; a soft stop gives the buffered ones
@@ -293,13 +309,7 @@ pub async fn overlapped_claims_hand_out_each_job_once<H: Harness>() {
             }
         })
     };
-    let client = test_client(&ctx)
-        .queue("default", 2)
-        .prefetch(2)
-        .fetch_limit(2)
-        .worker(worker.clone())
-        .build()
-        .unwrap();
+    let client = overlapping_client(&ctx, &worker);
     insert_numbered(&client, 8).await;
     client.start().await.unwrap();
     wait_for("two running and two buffered", async || {
@@ -342,13 +352,7 @@ pub async fn overlapped_claims_hand_out_each_job_once<H: Harness>() {
 
     // Short jobs, worked through with claims overlapping: each runs once.
     gate.add_permits(1_000);
-    let client = test_client(&ctx)
-        .queue("default", 2)
-        .prefetch(2)
-        .fetch_limit(2)
-        .worker(worker.clone())
-        .build()
-        .unwrap();
+    let client = overlapping_client(&ctx, &worker);
     insert_numbered(&client, 100).await;
     client.start().await.unwrap();
     wait_for("every job completed", async || {
