@@ -24,7 +24,10 @@
 //! paused) and refreshes the row periodically. Pause, resume and cancel arrive through the
 //! notifier; in poll-only mode the producer reads them on every poll instead.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use metrics::Histogram;
@@ -57,9 +60,9 @@ async fn cancel_running_on_kill(handle: Arc<QueueHandle>, kill: CancellationToke
 }
 
 /// Aborts a task when dropped.
-struct AbortOnDrop<T = ()>(tokio::task::JoinHandle<T>);
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
-impl<T> Drop for AbortOnDrop<T> {
+impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
     }
@@ -354,9 +357,11 @@ impl<D: Driver> Producer<D> {
                 if !(free == 0 && buffered > prefetch / 2)
                     && self.fetch_size(free, buffered) == self.config.fetch_limit
                 {
-                    sent = Some(self.send_claim(lease.take(), cursor, self.config.fetch_limit));
-                    // The claim's task sends it (and, on a library with a connection task, that
-                    // task writes it) before this claim is decoded.
+                    let mut next = self.send_claim(lease.take(), cursor, self.config.fetch_limit);
+                    next.start().await;
+                    sent = Some(next);
+                    // On a library whose connection is a task of its own, that task writes the
+                    // claim before this one is decoded.
                     tokio::task::yield_now().await;
                 }
             }
@@ -416,8 +421,9 @@ impl<D: Driver> Producer<D> {
         }
     }
 
-    /// Sends a claim of up to `limit` jobs from where `cursor` says, on `lease` (or a connection
-    /// acquired for it), on a task of its own.
+    /// A claim of up to `limit` jobs from where `cursor` says, on `lease` (or a connection
+    /// acquired for it); it goes out when first polled ([`SentClaim::start`] or
+    /// [`SentClaim::rows`]).
     fn send_claim(
         &self,
         lease: Option<ConnectionLease<D>>,
@@ -437,23 +443,22 @@ impl<D: Driver> Producer<D> {
             after,
         );
         let driver = self.driver.clone();
-        let task = tokio::spawn(
-            async move {
-                let mut lease = lease;
-                let rows = with_timeout("fetch", async {
-                    let conn = match &mut lease {
-                        Some(conn) => conn,
-                        None => lease.insert(ConnectionLease::acquire(&driver).await?),
-                    };
-                    conn.query_held(&stmt).await
-                })
-                .await;
-                (lease, rows)
-            }
-            .instrument(span.clone()),
-        );
+        let claim = async move {
+            let mut lease = lease;
+            let rows = with_timeout("fetch", async {
+                let conn = match &mut lease {
+                    Some(conn) => conn,
+                    None => lease.insert(ConnectionLease::acquire(&driver).await?),
+                };
+                conn.query_held(&stmt).await
+            })
+            .await;
+            (lease, rows)
+        }
+        .instrument(span.clone());
         SentClaim {
-            task: AbortOnDrop(task),
+            claim: Box::pin(claim),
+            outcome: None,
             token,
             after,
             limit,
@@ -463,10 +468,13 @@ impl<D: Driver> Producer<D> {
     }
 }
 
-/// A claim on its way: its statement runs on a task of its own, which hands back the connection
-/// with the claim's rows, undecoded.
+/// A claim: its statement and the connection it runs on, handed back with the claim's rows,
+/// undecoded. The producer polls it once to send it, decodes the claim before it meanwhile, and
+/// then waits for it (its reply wakes the producer).
 struct SentClaim<D: Driver> {
-    task: AbortOnDrop<ClaimOutcome<D>>,
+    claim: Pin<Box<dyn Future<Output = ClaimOutcome<D>> + Send>>,
+    /// What the claim returned, when it was done at its first poll.
+    outcome: Option<ClaimOutcome<D>>,
     /// The claim's fencing token.
     token: i64,
     /// Where the claim started (`None`: the head of the queue).
@@ -482,13 +490,22 @@ struct SentClaim<D: Driver> {
 type ClaimOutcome<D> = (Option<ConnectionLease<D>>, Result<HeldRows>);
 
 impl<D: Driver> SentClaim<D> {
-    /// Waits for the claim's rows. A panic in the claim's task carries on here.
+    /// Polls the claim once, so that it is on its way.
+    async fn start(&mut self) {
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(outcome) = self.claim.as_mut().poll(cx) {
+                self.outcome = Some(outcome);
+            }
+            Poll::Ready(())
+        })
+        .await;
+    }
+
+    /// Waits for the claim's rows.
     async fn rows(&mut self) -> ClaimOutcome<D> {
-        match (&mut self.task.0).await {
-            Ok(outcome) => outcome,
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            // Only aborted when dropped, so not seen here; the claim may have committed.
-            Err(_) => (None, Err(Error::Timeout("fetch"))),
+        match self.outcome.take() {
+            Some(outcome) => outcome,
+            None => self.claim.as_mut().await,
         }
     }
 }
