@@ -32,6 +32,8 @@ pub(crate) const RUN_TIME: &str = "pgmill_job_run_seconds";
 pub(crate) const CLAIM_SECONDS: &str = "pgmill_claim_seconds";
 /// Jobs per claim.
 pub(crate) const CLAIM_JOBS: &str = "pgmill_claim_jobs";
+/// Claims sent before the claim before them was decoded.
+pub(crate) const CLAIMS_OVERLAPPED: &str = "pgmill_claims_overlapped_total";
 /// How long a completer flush takes.
 pub(crate) const FLUSH_SECONDS: &str = "pgmill_completer_flush_seconds";
 /// Outcomes per completer flush.
@@ -168,6 +170,13 @@ pub const METRICS: &[MetricInfo] = &[
         Unit::Count,
         &["queue"],
         "jobs one claim returned (zero for an empty poll)",
+    ),
+    info(
+        CLAIMS_OVERLAPPED,
+        MetricKind::Counter,
+        Unit::Count,
+        &["queue"],
+        "claims sent as soon as the claim before them arrived, before its jobs were decoded and handed out (back-to-back full claims: many workers, short jobs)",
     ),
     info(
         FLUSH_SECONDS,

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use metrics::Histogram;
+use metrics::{Counter, Histogram};
 use rand::Rng;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -41,7 +41,7 @@ use tracing::{Instrument, debug, debug_span, info_span, warn};
 use crate::claim_tokens::ClaimTokens;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, HeldRows};
-use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, MetricsSink};
+use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, CLAIMS_OVERLAPPED, MetricsSink};
 use crate::error::{Error, Result, with_timeout};
 use crate::health::HealthState;
 use crate::in_flight::{HeldClaim, InFlight};
@@ -105,6 +105,7 @@ pub(crate) struct Producer<D: Driver> {
     in_flight: Arc<InFlight>,
     claim_seconds: Histogram,
     claim_jobs: Histogram,
+    claims_overlapped: Counter,
 }
 
 impl<D: Driver> Producer<D> {
@@ -122,6 +123,7 @@ impl<D: Driver> Producer<D> {
         Producer {
             claim_seconds: config.metrics.histogram(CLAIM_SECONDS, &labels),
             claim_jobs: config.metrics.histogram(CLAIM_JOBS, &labels),
+            claims_overlapped: config.metrics.counter(CLAIMS_OVERLAPPED, &labels),
             driver,
             queue,
             max_workers,
@@ -283,8 +285,9 @@ impl<D: Driver> Producer<D> {
     /// one whatever this one's jobs do, the next is sent before this one's rows are decoded, so
     /// the client's decoding and handing out of a claim's jobs runs while the server runs the next
     /// claim rather than between the two. It starts after the last job of the claim before it
-    /// (whose position is read first, from three columns). A claim sent is always taken in:
-    /// nothing returns while one is on its way.
+    /// (whose position is read first, from three columns), or at the head of the queue when a
+    /// claim from the head is due. A claim sent is always taken in: nothing returns while one is
+    /// on its way, and an error reading a claim's rows is returned after it.
     async fn fill_slots(
         &self,
         slots: &Arc<SlotPool>,
@@ -309,8 +312,7 @@ impl<D: Driver> Producer<D> {
                     if self.handle.is_paused() || kill.is_cancelled() {
                         return Ok(());
                     }
-                    let free = slots.free();
-                    let buffered = slots.buffered();
+                    let (free, buffered) = slots.free_and_buffered();
                     if free == 0 && buffered > prefetch / 2 {
                         return Ok(());
                     }
@@ -321,14 +323,16 @@ impl<D: Driver> Producer<D> {
                     self.send_claim(lease.take(), cursor, limit)
                 }
             };
-            let (returned, rows) = claim.rows().await;
+            let ClaimOutcome {
+                lease: returned,
+                rows,
+                arrived,
+            } = claim.outcome().await;
             lease = returned;
             let mut rows = match rows {
                 Ok(rows) => rows,
                 Err(e) => {
-                    if let Some(earlier) = failed {
-                        warn!(error = %earlier, "cannot read a claim's rows");
-                    }
+                    warn_replaced(failed.take());
                     return Err(e);
                 }
             };
@@ -336,14 +340,14 @@ impl<D: Driver> Producer<D> {
             let last = match claimed_position(&mut rows) {
                 Ok(last) => last,
                 Err(e) => {
-                    failed = Some(e);
+                    warn_replaced(failed.replace(e));
                     continue;
                 }
             };
-            cursor.claimed(claim.after.is_none(), claim.started, last);
+            let took = arrived.duration_since(claim.started);
+            cursor.claimed(claim.after.is_none(), claim.started, took, last);
             claim.span.record("num_jobs", fetched);
-            self.claim_seconds
-                .record(claim.started.elapsed().as_secs_f64());
+            self.claim_seconds.record(took.as_secs_f64());
             self.claim_jobs.record(fetched as f64);
             if failed.is_none()
                 && fetched == claim.limit
@@ -351,14 +355,15 @@ impl<D: Driver> Producer<D> {
                 && !kill.is_cancelled()
             {
                 // What the slots and the buffer will be once this claim's jobs are handed out.
-                let free = slots.free();
+                let (free, buffered) = slots.free_and_buffered();
                 let started = free.min(fetched);
-                let (free, buffered) = (free - started, slots.buffered() + fetched - started);
+                let (free, buffered) = (free - started, buffered + fetched - started);
                 if !(free == 0 && buffered > prefetch / 2)
                     && self.fetch_size(free, buffered) == self.config.fetch_limit
                 {
                     let mut next = self.send_claim(lease.take(), cursor, self.config.fetch_limit);
                     next.start().await;
+                    self.claims_overlapped.increment(1);
                     sent = Some(next);
                     // On a library whose connection is a task of its own, that task writes the
                     // claim before this one is decoded.
@@ -369,7 +374,7 @@ impl<D: Driver> Producer<D> {
                 match claimed_jobs(&mut rows, &self.queue, &self.config.client_id, claim.token) {
                     Ok(jobs) => jobs,
                     Err(e) => {
-                        failed = Some(e);
+                        warn_replaced(failed.replace(e));
                         continue;
                     }
                 };
@@ -402,6 +407,9 @@ impl<D: Driver> Producer<D> {
             if sent.is_some() {
                 continue;
             }
+            if let Some(e) = failed {
+                return Err(e);
+            }
             if fetched < claim.limit {
                 if claim.after.is_some() && cursor.ran_dry() {
                     // The end of the queue from the position: look at the head before concluding
@@ -415,7 +423,8 @@ impl<D: Driver> Producer<D> {
             // overlaps the jobs just started, which the other slots run meanwhile. A smaller one
             // first lets the jobs just started run: short jobs are done by then, so the fetch
             // fills their slots too instead of half of them.
-            if self.fetch_size(slots.free(), slots.buffered()) < self.config.fetch_limit {
+            let (free, buffered) = slots.free_and_buffered();
+            if self.fetch_size(free, buffered) < self.config.fetch_limit {
                 tokio::task::yield_now().await;
             }
         }
@@ -453,7 +462,11 @@ impl<D: Driver> Producer<D> {
                 conn.query_held(&stmt).await
             })
             .await;
-            (lease, rows)
+            ClaimOutcome {
+                lease,
+                rows,
+                arrived: Instant::now(),
+            }
         }
         .instrument(span.clone());
         SentClaim {
@@ -473,7 +486,7 @@ impl<D: Driver> Producer<D> {
 /// then waits for it (its reply wakes the producer).
 struct SentClaim<D: Driver> {
     claim: Pin<Box<dyn Future<Output = ClaimOutcome<D>> + Send>>,
-    /// What the claim returned, when it was done at its first poll.
+    /// What the claim handed back, when it was done at its first poll.
     outcome: Option<ClaimOutcome<D>>,
     /// The claim's fencing token.
     token: i64,
@@ -486,27 +499,45 @@ struct SentClaim<D: Driver> {
     span: tracing::Span,
 }
 
-/// The connection a claim ran on (none when it could not get one) and its rows.
-type ClaimOutcome<D> = (Option<ConnectionLease<D>>, Result<HeldRows>);
+/// What a claim hands back.
+struct ClaimOutcome<D: Driver> {
+    /// The connection it ran on (none when it could not get one).
+    lease: Option<ConnectionLease<D>>,
+    /// Its rows, undecoded.
+    rows: Result<HeldRows>,
+    /// When its reply arrived (or it failed), whenever the producer gets to it.
+    arrived: Instant,
+}
 
 impl<D: Driver> SentClaim<D> {
-    /// Polls the claim once, so that it is on its way.
+    /// Polls the claim once, so that it is on its way: as far as its library goes in one poll
+    /// (sqlx writes the statement to the socket when the connection has it prepared;
+    /// tokio-postgres hands it to its connection task, which writes it when it runs; diesel's
+    /// blocking call starts on its own thread). Outside the task's cooperative budget, so that a
+    /// producer that has used up its budget still sends it.
     async fn start(&mut self) {
-        std::future::poll_fn(|cx| {
+        tokio::task::unconstrained(std::future::poll_fn(|cx| {
             if let Poll::Ready(outcome) = self.claim.as_mut().poll(cx) {
                 self.outcome = Some(outcome);
             }
             Poll::Ready(())
-        })
+        }))
         .await;
     }
 
-    /// Waits for the claim's rows.
-    async fn rows(&mut self) -> ClaimOutcome<D> {
+    /// Waits for what the claim hands back.
+    async fn outcome(&mut self) -> ClaimOutcome<D> {
         match self.outcome.take() {
             Some(outcome) => outcome,
             None => self.claim.as_mut().await,
         }
+    }
+}
+
+/// Logs a claim's decode error that a later one replaces (only the last is returned).
+fn warn_replaced(earlier: Option<Error>) {
+    if let Some(e) = earlier {
+        warn!(error = %e, "cannot read a claim's rows");
     }
 }
 
@@ -586,14 +617,20 @@ impl ClaimCursor {
         (self.head_took * HEAD_SCAN_SPACING).min(self.max_spacing)
     }
 
-    /// Records a claim (`from_head` or not) that started at `started` and whose last job in
-    /// fetch order was at `last`. A claim that found nothing keeps the position: nothing was
+    /// Records a claim (`from_head` or not) that started at `started`, took `took` until its
+    /// reply arrived, and whose last job in fetch order was at `last`. A claim that found nothing keeps the position: nothing was
     /// available, and what comes next is inserted after it or found from the head.
-    fn claimed(&mut self, from_head: bool, started: Instant, last: Option<FetchPosition>) {
+    fn claimed(
+        &mut self,
+        from_head: bool,
+        started: Instant,
+        took: Duration,
+        last: Option<FetchPosition>,
+    ) {
         if from_head {
             self.since_head = 0;
             self.head_at = started;
-            self.head_took = started.elapsed();
+            self.head_took = took;
             self.head_owed = false;
             self.head_wake = None;
         }
@@ -643,14 +680,14 @@ mod tests {
             None,
             "nothing claimed yet: from the head"
         );
-        cursor.claimed(true, Instant::now(), at(100));
+        cursor.claimed(true, Instant::now(), Duration::ZERO, at(100));
         for _ in 0..CLAIMS_BETWEEN_HEAD_SCANS {
             let after = cursor.next_claim();
             assert_eq!(after, at(100));
-            cursor.claimed(false, Instant::now(), at(100));
+            cursor.claimed(false, Instant::now(), Duration::ZERO, at(100));
         }
         assert_eq!(cursor.next_claim(), None, "the head after a few claims");
-        cursor.claimed(true, Instant::now(), at(200));
+        cursor.claimed(true, Instant::now(), Duration::ZERO, at(200));
         assert_eq!(cursor.next_claim(), at(200));
         tokio::time::advance(HEAD_SCAN_INTERVAL).await;
         assert_eq!(cursor.next_claim(), None, "the head after a while");
@@ -659,12 +696,12 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_dry_queue_is_looked_at_from_the_head_and_keeps_the_position() {
         let mut cursor = ClaimCursor::new(POLL);
-        cursor.claimed(true, Instant::now(), at(100));
+        cursor.claimed(true, Instant::now(), Duration::ZERO, at(100));
         assert_eq!(cursor.next_claim(), at(100));
-        cursor.claimed(false, Instant::now(), None);
+        cursor.claimed(false, Instant::now(), Duration::ZERO, None);
         assert!(cursor.ran_dry(), "a cheap head is looked at at once");
         assert_eq!(cursor.next_claim(), None);
-        cursor.claimed(true, Instant::now(), None);
+        cursor.claimed(true, Instant::now(), Duration::ZERO, None);
         assert_eq!(cursor.take_head_wake(), None);
         assert_eq!(
             cursor.next_claim(),
@@ -679,12 +716,12 @@ mod tests {
         let started = Instant::now();
         let took = Duration::from_millis(300);
         tokio::time::advance(took).await;
-        cursor.claimed(true, started, at(100));
+        cursor.claimed(true, started, started.elapsed(), at(100));
         // Past the interval and the claim count, but not yet fifty times the head's cost.
         tokio::time::advance(HEAD_SCAN_INTERVAL).await;
         for _ in 0..CLAIMS_BETWEEN_HEAD_SCANS + 1 {
             assert_eq!(cursor.next_claim(), at(100));
-            cursor.claimed(false, Instant::now(), None);
+            cursor.claimed(false, Instant::now(), Duration::ZERO, None);
         }
         assert!(!cursor.ran_dry(), "the owed head waits for its spacing");
         let wait = cursor.take_head_wake().unwrap();
@@ -693,7 +730,7 @@ mod tests {
         assert_eq!(cursor.next_claim(), at(100));
         tokio::time::advance(wait).await;
         assert_eq!(cursor.next_claim(), None, "then the head");
-        cursor.claimed(true, Instant::now(), None);
+        cursor.claimed(true, Instant::now(), Duration::ZERO, None);
         assert_eq!(cursor.next_claim(), at(100));
     }
 
@@ -704,9 +741,9 @@ mod tests {
         let started = Instant::now();
         // Fifty times this would be 15 s.
         tokio::time::advance(Duration::from_millis(300)).await;
-        cursor.claimed(true, started, at(100));
+        cursor.claimed(true, started, started.elapsed(), at(100));
         assert_eq!(cursor.next_claim(), at(100));
-        cursor.claimed(false, Instant::now(), None);
+        cursor.claimed(false, Instant::now(), Duration::ZERO, None);
         assert!(!cursor.ran_dry());
         assert_eq!(
             cursor.take_head_wake(),

@@ -81,14 +81,12 @@ impl SlotPool {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Slots not running a job (idle or not spawned yet).
-    pub(crate) fn free(&self) -> usize {
-        self.max_workers.saturating_sub(self.lock().busy)
-    }
-
-    /// Jobs claimed and not started.
-    pub(crate) fn buffered(&self) -> usize {
-        self.lock().jobs.len()
+    /// Slots not running a job (idle or not spawned yet), and jobs claimed and not started, read
+    /// at one moment (a slot taking a buffered job between two separate reads would count it in
+    /// both).
+    pub(crate) fn free_and_buffered(&self) -> (usize, usize) {
+        let st = self.lock();
+        (self.max_workers.saturating_sub(st.busy), st.jobs.len())
     }
 
     /// Adds claimed jobs to the buffer and gets slots running them: idle slots are woken first,

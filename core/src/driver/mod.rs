@@ -143,8 +143,9 @@ pub trait Executor: Send {
     }
 
     /// Runs a statement and decodes every row through `decode`, which reads it in place
-    /// ([`RowView`]) rather than from a [`Row`] of values built first. Core's hottest result (the
-    /// rows of a claim) is read this way.
+    /// ([`RowView`]) rather than from a [`Row`] of values built first. Core reads its hot
+    /// results this way (an insert's returned row; a claim's rows are read the same way, later,
+    /// through [`Executor::query_held`]).
     ///
     /// The default decodes through [`Executor::query`]'s rows; a driver overrides it to hand its
     /// library's rows over as they are. `decode` and what it returns own what they hold
@@ -173,11 +174,14 @@ pub trait Executor: Send {
     ///
     /// The default holds core's [`Row`]s from [`Executor::query`]; a driver whose library's rows
     /// are owned and can move between threads holds those instead, and reads them as its
-    /// [`Executor::query_with`] does.
+    /// [`Executor::query_with`] does. Core reads a claim's rows twice (its position first, then
+    /// every column), so a driver's [`RowSource`] must read a row's `smallint`, `bigint` and
+    /// `timestamptz` columns again as they were (see [`HeldRows`]).
     ///
     /// # Errors
     ///
-    /// The database error.
+    /// The database error, or a decode error when the result has a column of a type pgmill does
+    /// not read (a driver may find that out when it takes the rows).
     fn query_held(&mut self, stmt: &Statement) -> impl Future<Output = Result<HeldRows>> + Send {
         async move { Ok(HeldRows::new(self.query(stmt).await?)) }
     }

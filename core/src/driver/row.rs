@@ -111,9 +111,10 @@ impl Row {
 /// to read a column straight into its Rust type through the library, skipping the [`Value`]; by
 /// default they go through [`RowView::value`]. A typed reader accepts exactly its Postgres type
 /// (core's SQL casts its output columns) and reads NULL as `None`. [`Row`] implements it too (for
-/// [`Executor::query_with`]'s default).
+/// the defaults of [`Executor::query_with`] and [`Executor::query_held`]).
 ///
 /// [`Executor::query_with`]: super::Executor::query_with
+/// [`Executor::query_held`]: super::Executor::query_held
 pub trait RowView {
     /// How many columns the row has.
     fn width(&self) -> usize;
@@ -316,8 +317,11 @@ impl Row {
 /// The producer reads a claim's rows this way, so its next claim is on its way to the server while
 /// it decodes the last one ([`Executor::query_held`]).
 ///
-/// Rows can be read more than once; a number or a timestamp read again reads the same value
-/// ([`RowView::int2`], [`RowView::int8`], [`RowView::timestamptz`]).
+/// Rows can be read more than once: a `smallint`, `bigint` or `timestamptz` column read again
+/// reads the same value ([`RowView::int2`], [`RowView::int8`], [`RowView::timestamptz`]) from
+/// every source. Other columns may be handed over by their first read: on core's own [`Row`]s
+/// (the default source) a `text`, `jsonb` or array column read a second time reads NULL, so
+/// read each of those once.
 ///
 /// [`Executor::query_held`]: super::Executor::query_held
 pub struct HeldRows {
@@ -384,6 +388,11 @@ impl std::fmt::Debug for HeldRows {
 /// Where [`HeldRows`] keeps a result: a driver implements it over its library's owned rows, each
 /// read through the same [`RowView`] its [`Executor::query_with`] reads with. Core's own
 /// [`Row`]s implement it too ([`Executor::query_held`]'s default).
+///
+/// [`RowSource::len`] is the number of rows [`RowSource::read_each`] visits, and
+/// [`RowSource::read_each`] may be called more than once: each call visits every row again, in
+/// the same order, and a `smallint`, `bigint` or `timestamptz` column reads the same value every
+/// time.
 ///
 /// [`Executor::query_with`]: super::Executor::query_with
 /// [`Executor::query_held`]: super::Executor::query_held

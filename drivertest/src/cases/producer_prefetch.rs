@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use pgmill::driver::Executor;
 use pgmill::maintenance::JobRescuerConfig;
+use pgmill::middleware::MetricsConfig;
 use pgmill::{Client, InsertParams, JobState};
 use tokio::sync::Semaphore;
 
 use crate::doomed::DoomedProcess;
+use crate::metrics_probe::MetricsProbe;
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, TestContext, migrated as ctx};
 
@@ -281,14 +283,23 @@ pub async fn a_dead_client_leaves_its_buffered_jobs_rescuable<H: Harness>() {
 fn overlapping_client<D: pgmill::driver::Driver>(
     ctx: &TestContext<D>,
     worker: &ScriptedWorker,
+    probe: &MetricsProbe,
 ) -> Client<D> {
     test_client(ctx)
         .queue("default", 2)
         .prefetch(2)
         .fetch_limit(2)
         .worker(worker.clone())
+        .metrics(MetricsConfig::new().recorder(probe.recorder()))
         .build()
         .unwrap()
+}
+
+/// Claims sent before the claim before them was decoded, by one client.
+fn overlapped(probe: &MetricsProbe) -> u64 {
+    probe
+        .counter("pgmill_claims_overlapped_total", &[("queue", "default")])
+        .unwrap_or(0)
 }
 
 /// With as many slots as the fetch limit and a prefetch as large, a producer sends its next claim
@@ -309,13 +320,19 @@ pub async fn overlapped_claims_hand_out_each_job_once<H: Harness>() {
             }
         })
     };
-    let client = overlapping_client(&ctx, &worker);
+    let probe = MetricsProbe::new();
+    let client = overlapping_client(&ctx, &worker, &probe);
     insert_numbered(&client, 8).await;
     client.start().await.unwrap();
     wait_for("two running and two buffered", async || {
         count_in(&ctx, JobState::Running).await == 4 && worker.total_runs() == 2
     })
     .await;
+    assert_eq!(
+        overlapped(&probe),
+        1,
+        "the second claim went out before the first's jobs were handed out"
+    );
     let claimed = jobs(&ctx).await;
     assert!(
         claimed[..4]
@@ -352,7 +369,8 @@ pub async fn overlapped_claims_hand_out_each_job_once<H: Harness>() {
 
     // Short jobs, worked through with claims overlapping: each runs once.
     gate.add_permits(1_000);
-    let client = overlapping_client(&ctx, &worker);
+    let probe = MetricsProbe::new();
+    let client = overlapping_client(&ctx, &worker, &probe);
     insert_numbered(&client, 100).await;
     client.start().await.unwrap();
     wait_for("every job completed", async || {
@@ -370,5 +388,9 @@ pub async fn overlapped_claims_hand_out_each_job_once<H: Harness>() {
     assert!(
         after.iter().all(|(_, s, a)| s == "completed" && *a == 1),
         "{after:?}"
+    );
+    assert!(
+        overlapped(&probe) >= 1,
+        "claims overlapped in the work-through"
     );
 }
