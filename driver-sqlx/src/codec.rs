@@ -6,8 +6,8 @@ use std::sync::Arc;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use pgmill::Result;
 use pgmill::driver::{
-    ColumnType, PgType, Row, RowSource, RowView, Statement, Value, decode_each, decode_result,
-    decode_values, interval, timestamp,
+    ColumnType, PgType, Row, RowSource, RowView, Statement, Value, decode_result, decode_values,
+    interval, timestamp,
 };
 use sqlx::error::BoxDynError;
 use sqlx::postgres::types::PgInterval;
@@ -119,16 +119,6 @@ pub(crate) fn decode_rows(rows: &[PgRow]) -> Result<Vec<Row>> {
         |row| row.columns().iter().map(|c| c.name()),
         |row| decode_values(types.len(), |i| decode_column(row, &types, i)),
     )
-}
-
-/// Decodes a result through `decode`, each row read in place; column types are looked up once,
-/// from the first row.
-pub(crate) fn decode_rows_with<T>(
-    rows: &[PgRow],
-    decode: impl FnMut(&mut dyn RowView) -> Result<T>,
-) -> Result<Vec<T>> {
-    let types = column_types(rows)?;
-    decode_each(rows, |row| LibraryRow { row, types: &types }, decode)
 }
 
 /// A result's library rows and their column types, held to be read later

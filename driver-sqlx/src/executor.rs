@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use pgmill::driver::{
-    CopyChunks, CopyIn, Executor, HeldRows, Row, RowView, Statement, Transaction, WarmConnections,
+    CopyChunks, CopyIn, Executor, HeldRows, Row, Statement, Transaction, WarmConnections,
 };
 use pgmill::{DbError, DbErrorKind, Result};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgQueryResult, PgRow};
 use sqlx::{AssertSqlSafe, Connection as _, PgConnection, Postgres};
 
-use crate::codec::{LibraryRows, bound, decode_rows, decode_rows_with};
+use crate::codec::{LibraryRows, bound, decode_rows};
 use crate::error::db_error;
 
 /// Bulk inserts of fewer rows go in one multi-row `INSERT` rather than a `COPY`.
@@ -309,14 +309,6 @@ where
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
         decode_rows(&self.rows(stmt).await?)
-    }
-
-    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
-    where
-        T: Send + 'static,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
-    {
-        decode_rows_with(&self.rows(stmt).await?, decode)
     }
 
     async fn query_held(&mut self, stmt: &Statement) -> Result<HeldRows> {

@@ -7,8 +7,8 @@ use bytes::BytesMut;
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use pgmill::Result;
 use pgmill::driver::{
-    ColumnType, PgType, Row, RowSource, RowView, Statement, Value, decode_each, decode_result,
-    decode_values, interval, timestamp,
+    ColumnType, PgType, Row, RowSource, RowView, Statement, Value, decode_result, decode_values,
+    interval, timestamp,
 };
 use postgres_types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
@@ -173,14 +173,6 @@ pub(crate) fn decode_rows(rows: &[tokio_postgres::Row]) -> Result<Vec<Row>> {
         |row| row.columns().iter().map(|c| c.name()),
         |row| decode_values(row.len(), |i| decode_column(row, i)),
     )
-}
-
-/// Decodes a result through `decode`, each row read in place.
-pub(crate) fn decode_rows_with<T>(
-    rows: &[tokio_postgres::Row],
-    decode: impl FnMut(&mut dyn RowView) -> Result<T>,
-) -> Result<Vec<T>> {
-    decode_each(rows, LibraryRow, decode)
 }
 
 /// A result's library rows, held to be read later ([`pgmill::driver::HeldRows`]).

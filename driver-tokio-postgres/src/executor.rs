@@ -19,12 +19,10 @@ use bytes::Bytes;
 use deadpool_postgres::{ClientWrapper, Object, StatementCache};
 use futures_util::SinkExt;
 use pgmill::Result;
-use pgmill::driver::{
-    CopyChunks, CopyIn, Executor, HeldRows, Row, RowView, Statement, Transaction,
-};
+use pgmill::driver::{CopyChunks, CopyIn, Executor, HeldRows, Row, Statement, Transaction};
 use tokio_postgres::{Client, GenericClient, ToStatement};
 
-use crate::codec::{LibraryRows, Params, decode_rows, decode_rows_with};
+use crate::codec::{LibraryRows, Params, decode_rows};
 use crate::error::db_error;
 
 /// The size of the `CopyData` messages a COPY is streamed in.
@@ -92,14 +90,6 @@ impl Executor for TokioPostgresConnection {
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
         self.executor().query(stmt).await
-    }
-
-    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
-    where
-        T: Send + 'static,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
-    {
-        self.executor().query_with(stmt, decode).await
     }
 
     async fn query_held(&mut self, stmt: &Statement) -> Result<HeldRows> {
@@ -286,14 +276,6 @@ impl<C: AsGenericClient> Executor for TokioPostgresExecutor<C> {
 
     async fn query(&mut self, stmt: &Statement) -> Result<Vec<Row>> {
         decode_rows(&self.rows(stmt).await?)
-    }
-
-    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
-    where
-        T: Send + 'static,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
-    {
-        decode_rows_with(&self.rows(stmt).await?, decode)
     }
 
     async fn query_held(&mut self, stmt: &Statement) -> Result<HeldRows> {

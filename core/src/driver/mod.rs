@@ -147,10 +147,10 @@ pub trait Executor: Send {
     /// results this way (an insert's returned row; a claim's rows are read the same way, later,
     /// through [`Executor::query_held`]).
     ///
-    /// The default decodes through [`Executor::query`]'s rows; a driver overrides it to hand its
-    /// library's rows over as they are. `decode` and what it returns own what they hold
-    /// (`'static`), so a driver whose library is blocking may move them to the thread its rows
-    /// are read on.
+    /// The default decodes the rows of [`Executor::query_held`], so a driver that holds its
+    /// library's rows there reads them in place here too. `decode` and what it returns own what
+    /// they hold (`'static`), so a driver whose rows cannot leave its library (a blocking one's)
+    /// may override this to move them to the thread its rows are read on.
     ///
     /// # Errors
     ///
@@ -164,7 +164,7 @@ pub trait Executor: Send {
         T: Send + 'static,
         F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
     {
-        async move { row::rows_with(self.query(stmt).await?, decode) }
+        async move { self.query_held(stmt).await?.decode(decode) }
     }
 
     /// Runs a statement and hands its rows over undecoded, as [`HeldRows`] the caller reads when

@@ -101,26 +101,42 @@ pub async fn soft_stop_gives_buffered_jobs_back_without_using_an_attempt<H: Harn
         "{claimed:?}"
     );
     assert_eq!(worker.total_runs(), 1, "only the first job started");
+    soft_stop_while_running(&ctx, &client, &gate, 1, 8).await;
+    assert_eq!(worker.total_runs(), 1);
+}
+
+/// Soft-stops `client` while its first `running` jobs (numbers 0, 1, ...) wait for `gate`: every
+/// other of the `total` jobs is given back to available, attempt returned, while those still run;
+/// then the gate opens and the running ones complete before the stop returns.
+async fn soft_stop_while_running<D: pgmill::driver::Driver>(
+    ctx: &TestContext<D>,
+    client: &Client<D>,
+    gate: &Semaphore,
+    running: usize,
+    total: i64,
+) {
     let stopping = tokio::spawn({
         let client = client.clone();
         async move { client.stop().await }
     });
+    let given_back = total - i64::try_from(running).unwrap();
     wait_for(
-        "buffered jobs given back while the first still runs",
-        async || count_in(&ctx, JobState::Available).await == 7,
+        "buffered jobs given back while the first still run",
+        async || count_in(ctx, JobState::Available).await == given_back,
     )
     .await;
-    gate.add_permits(1);
+    gate.add_permits(running);
     stopping.await.unwrap();
-    let after = jobs(&ctx).await;
-    assert_eq!(after[0], (0, "completed".to_owned(), 1));
+    let after = jobs(ctx).await;
+    for (n, job) in after[..running].iter().enumerate() {
+        assert_eq!(*job, (i64::try_from(n).unwrap(), "completed".to_owned(), 1));
+    }
     assert!(
-        after[1..]
+        after[running..]
             .iter()
             .all(|(_, s, a)| s == "available" && *a == 0),
         "{after:?}"
     );
-    assert_eq!(worker.total_runs(), 1);
 }
 
 /// An operator's cancel of a buffered job cancels it without running it; the jobs around it run.
@@ -346,25 +362,7 @@ pub async fn overlapped_claims_hand_out_each_job_once<H: Harness>() {
             .all(|(_, s, a)| s == "available" && *a == 0),
         "{claimed:?}"
     );
-    let stopping = tokio::spawn({
-        let client = client.clone();
-        async move { client.stop().await }
-    });
-    wait_for("buffered jobs given back while two still run", async || {
-        count_in(&ctx, JobState::Available).await == 6
-    })
-    .await;
-    gate.add_permits(2);
-    stopping.await.unwrap();
-    let after = jobs(&ctx).await;
-    assert_eq!(after[0], (0, "completed".to_owned(), 1));
-    assert_eq!(after[1], (1, "completed".to_owned(), 1));
-    assert!(
-        after[2..]
-            .iter()
-            .all(|(_, s, a)| s == "available" && *a == 0),
-        "{after:?}"
-    );
+    soft_stop_while_running(&ctx, &client, &gate, 2, 8).await;
     assert_eq!(worker.total_runs(), 2);
 
     // Short jobs, worked through with claims overlapping: each runs once.
