@@ -278,6 +278,16 @@ impl<D: Driver> Producer<D> {
             .min(self.config.fetch_limit)
     }
 
+    /// How many jobs the next claim takes with `free` slots and `buffered` jobs: none while every
+    /// slot is busy and the buffer is more than half full, else [`Producer::fetch_size`].
+    fn next_claim_size(&self, free: usize, buffered: usize) -> usize {
+        if free == 0 && buffered > self.config.prefetch / 2 {
+            0
+        } else {
+            self.fetch_size(free, buffered)
+        }
+    }
+
     /// Fetches until the queue runs dry, or every slot is busy and the buffer is at least half
     /// full, or the queue is paused.
     ///
@@ -301,7 +311,6 @@ impl<D: Driver> Producer<D> {
         // A claim whose rows could not be read: the error is returned once the claim sent after
         // it has been taken in.
         let mut failed: Option<Error> = None;
-        let prefetch = self.config.prefetch;
         loop {
             let mut claim = match sent.take() {
                 Some(claim) => claim,
@@ -313,10 +322,7 @@ impl<D: Driver> Producer<D> {
                         return Ok(());
                     }
                     let (free, buffered) = slots.free_and_buffered();
-                    if free == 0 && buffered > prefetch / 2 {
-                        return Ok(());
-                    }
-                    let limit = self.fetch_size(free, buffered);
+                    let limit = self.next_claim_size(free, buffered);
                     if limit == 0 {
                         return Ok(());
                     }
@@ -358,9 +364,7 @@ impl<D: Driver> Producer<D> {
                 let (free, buffered) = slots.free_and_buffered();
                 let started = free.min(fetched);
                 let (free, buffered) = (free - started, buffered + fetched - started);
-                if !(free == 0 && buffered > prefetch / 2)
-                    && self.fetch_size(free, buffered) == self.config.fetch_limit
-                {
+                if self.next_claim_size(free, buffered) == self.config.fetch_limit {
                     let mut next = self.send_claim(lease.take(), cursor, self.config.fetch_limit);
                     next.start().await;
                     self.claims_overlapped.increment(1);
@@ -432,7 +436,7 @@ impl<D: Driver> Producer<D> {
 
     /// A claim of up to `limit` jobs from where `cursor` says, on `lease` (or a connection
     /// acquired for it); it goes out when first polled ([`SentClaim::start`] or
-    /// [`SentClaim::rows`]).
+    /// [`SentClaim::outcome`]).
     fn send_claim(
         &self,
         lease: Option<ConnectionLease<D>>,
