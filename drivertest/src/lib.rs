@@ -177,6 +177,7 @@ macro_rules! __conformance_cases {
                 jobs_run_by_priority_then_schedule_then_id, events_report_outcomes_with_timings,
                 job_inserted_behind_the_claim_position_is_not_left_for_last,
                 completion_inside_the_worker_transaction, a_claimed_row_is_the_row_as_stored,
+                claims_keep_one_generic_plan,
             }
             client_insert {
                 rolled_back_host_insert_never_runs, committed_host_insert_runs_once,

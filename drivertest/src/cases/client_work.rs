@@ -700,3 +700,84 @@ pub async fn a_claimed_row_is_the_row_as_stored<H: Harness>() {
         assert_eq!(stored.attempted_by, expected, "job {id}");
     }
 }
+
+/// The claim statements keep one generic plan once prepared: their plans depend on none of their
+/// values (each reaches the scan through a scalar subquery), so Postgres stops planning them after
+/// its five custom plans, as it does not when the limit and position are bound directly. Run on
+/// one connection through the driver's prepared statements; each claim takes one job and the
+/// next starts after it, so every claim has different values.
+pub async fn claims_keep_one_generic_plan<H: Harness>() {
+    let ctx = ctx::<H>().await;
+    let client = test_client(&ctx).build().unwrap();
+    // A backlog the planner knows of: with one of a few jobs, a custom plan and the generic one
+    // cost the same whatever the SQL, so the test could not tell.
+    let params: Vec<_> = (0..20_000)
+        .map(|n| InsertParams::from_args(&Task { n }, None).unwrap())
+        .collect();
+    client.insert_bulk(&params).await.unwrap();
+    ctx.script(&ctx.schema.render("ANALYZE {schema}.pgmill_job"))
+        .await;
+    let mut conn = ctx.conn().await;
+    let head = ctx.stmt(include_str!("../../../core/sql/job/job_get_available.sql"));
+    let after = ctx.stmt(include_str!(
+        "../../../core/sql/job/job_get_available_after.sql"
+    ));
+    // The head's claim once, then nine from the last claimed job, each taking one job.
+    let mut position: Option<(i16, chrono::DateTime<chrono::Utc>, i64)> = None;
+    for token in 1..=10_i64 {
+        let claim = match position {
+            None => head
+                .clone()
+                .bind("default")
+                .bind(1_i64)
+                .bind("plan-probe")
+                .bind(token),
+            Some((priority, scheduled_at, id)) => after
+                .clone()
+                .bind("default")
+                .bind(1_i64)
+                .bind("plan-probe")
+                .bind(token)
+                .bind(priority)
+                .bind(scheduled_at)
+                .bind(id),
+        };
+        let rows = conn.query(&claim).await.unwrap();
+        assert_eq!(rows.len(), 1, "claim {token} takes one job");
+        position = Some((
+            rows[0].get::<i16>("priority").unwrap(),
+            rows[0]
+                .get::<chrono::DateTime<chrono::Utc>>("scheduled_at")
+                .unwrap(),
+            rows[0].get::<i64>("id").unwrap(),
+        ));
+    }
+    // The head's claim six more times, with other limits and tokens.
+    for token in 11..=16_i64 {
+        let claim = head
+            .clone()
+            .bind("default")
+            .bind(token % 3)
+            .bind("plan-probe")
+            .bind(token);
+        conn.query(&claim).await.unwrap();
+    }
+    let plans = conn
+        .query(&ctx.stmt(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements \
+             WHERE statement LIKE '%FOR UPDATE SKIP LOCKED%' \
+               AND statement NOT LIKE '%pg_prepared_statements%' ORDER BY statement",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(plans.len(), 2, "both claims ran as prepared statements");
+    for row in &plans {
+        let statement = row.get::<String>("statement").unwrap();
+        let generic = row.get::<i64>("generic_plans").unwrap();
+        let custom = row.get::<i64>("custom_plans").unwrap();
+        assert!(
+            custom <= 5 && generic >= 2,
+            "{generic} generic and {custom} custom plans for {statement}"
+        );
+    }
+}
