@@ -15,18 +15,21 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use chrono::{DateTime, NaiveDateTime, Utc};
-use diesel::deserialize::{self, FromSql, QueryableByName};
+use chrono::{DateTime, Utc};
+use diesel::deserialize::{self, QueryableByName};
+use diesel::pg::Pg;
 use diesel::pg::data_types::PgInterval;
-use diesel::pg::{Pg, PgValue};
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::row::{Field, NamedRow, Row as DieselRow};
 use diesel::sql_types::{
-    Array, BigInt, Binary, Bool, Double, Integer, Interval, Json, Jsonb, Nullable, SmallInt, Text,
-    Timestamp, Timestamptz, Untyped,
+    Array, BigInt, Binary, Bool, Double, Integer, Interval, Jsonb, Nullable, SmallInt, Text,
+    Timestamptz, Untyped,
 };
 use diesel::{PgConnection, QueryResult, RunQueryDsl};
-use pgmill::driver::{ColumnType, PgType, Row, RowView, Statement, Value, interval, timestamp};
+use pgmill::driver::{
+    ColumnType, PgType, Row, RowSource, RowView, Statement, Value, binary, decode_values, interval,
+    timestamp,
+};
 use pgmill::{DbError, DbErrorKind, Error, Result};
 
 use crate::error::query_error;
@@ -93,6 +96,46 @@ where
         .unwrap_or_default())
 }
 
+/// Runs a statement and copies its rows' fields out of diesel's result ([`RawResult`]), to be
+/// decoded later: the load builds no value.
+pub(crate) fn query_raw(
+    conn: &mut PgConnection,
+    stmt: &Statement,
+    how: Statements,
+) -> Result<RawResult> {
+    let statement = SqlStatement::new(stmt, how)?;
+    // Loads do not nest, so whatever the slot held is left over from a load that panicked.
+    RAW_RESULT.with(|r| *r.borrow_mut() = Some(RawResult::default()));
+    let loaded = with_fresh_columns(|| statement.load::<CopiedRaw>(conn));
+    let raw = RAW_RESULT
+        .with(|r| r.borrow_mut().take())
+        .unwrap_or_default();
+    loaded.map_err(load_error)?;
+    Ok(raw.finish())
+}
+
+thread_local! {
+    /// The result the load running on this thread copies its rows into, if it copies them.
+    static RAW_RESULT: RefCell<Option<RawResult>> = const { RefCell::new(None) };
+}
+
+/// What diesel's load of a [`query_raw`] yields per row: nothing, the row's fields having been
+/// copied into [`RAW_RESULT`].
+struct CopiedRaw;
+
+impl QueryableByName<Pg> for CopiedRaw {
+    fn build<'a>(row: &impl NamedRow<'a, Pg>) -> deserialize::Result<Self> {
+        let columns = shared_columns(row);
+        RAW_RESULT.with(|r| -> deserialize::Result<()> {
+            match r.borrow_mut().as_mut() {
+                Some(raw) => Ok(raw.push(row, columns)?),
+                None => Err("a row copied without a result to copy it into".into()),
+            }
+        })?;
+        Ok(CopiedRaw)
+    }
+}
+
 /// A load's error: a decoding error of core's as it was raised, anything else as a query error.
 fn load_error(e: diesel::result::Error) -> Error {
     match e {
@@ -119,10 +162,10 @@ struct DecodedInPlace;
 impl QueryableByName<Pg> for DecodedInPlace {
     fn build<'a>(row: &impl NamedRow<'a, Pg>) -> deserialize::Result<Self> {
         let columns = shared_columns(row);
-        let mut view = InPlaceRow {
+        let mut view = FieldsView(InPlaceRow {
             row,
             columns: &columns,
-        };
+        });
         DECODER.with(|d| -> deserialize::Result<()> {
             match d.borrow_mut().as_mut() {
                 Some(decode) => Ok(decode(&mut view)?),
@@ -133,13 +176,121 @@ impl QueryableByName<Pg> for DecodedInPlace {
     }
 }
 
-/// A diesel row as core's [`RowView`], its columns decoded one at a time when read.
+/// Where a row's fields come from, for [`FieldsView`]: diesel's row while it loads
+/// ([`InPlaceRow`]) or a copy of its bytes ([`RawRow`]).
+trait Fields {
+    /// How many columns the row has.
+    fn width(&self) -> usize;
+
+    /// The name of column `i`.
+    fn name(&self, i: usize) -> &str;
+
+    /// Hands `read` field `i`'s type OID and bytes, `None` for NULL.
+    fn with_field<T>(&self, i: usize, read: impl FnOnce(Option<(u32, &[u8])>) -> T) -> Result<T>;
+
+    /// The type a NULL in column `i` reads as.
+    fn null_type(&self, i: usize) -> PgType;
+}
+
+/// A row's fields as core's [`RowView`], each decoded from Postgres's binary format (diesel's
+/// results are binary) by core's [`binary`] decoders when read.
+struct FieldsView<F>(F);
+
+impl<F: Fields> RowView for FieldsView<F> {
+    fn width(&self) -> usize {
+        self.0.width()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        self.0.name(i)
+    }
+
+    fn value(&mut self, i: usize) -> Result<Value> {
+        let name = self.0.name(i);
+        let null = self.0.null_type(i);
+        self.0.with_field(i, |field| match field {
+            None => Ok(Value::Null(null)),
+            Some((oid, raw)) => ColumnType::from_oid(oid)
+                .ok_or_else(|| format!("unsupported column type (oid {oid})"))
+                .and_then(|ty| binary::decode(ty, raw))
+                .map_err(|e| Error::decode(format!("column {name:?} (type oid {oid})"), e)),
+        })?
+    }
+
+    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
+        self.typed(i, &[ColumnType::Int2], |_, raw| binary::int2(raw))
+    }
+
+    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
+        self.typed(i, &[ColumnType::Int8], |_, raw| binary::int8(raw))
+    }
+
+    fn text(&mut self, i: usize) -> Result<Option<String>> {
+        self.typed(i, &[ColumnType::Text], |_, raw| binary::text(raw))
+    }
+
+    fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
+        self.typed(i, &[ColumnType::Jsonb, ColumnType::Json], binary::json)
+    }
+
+    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
+        self.typed(i, &[ColumnType::Timestamptz], |_, raw| {
+            timestamp::from_binary(raw)
+        })
+    }
+
+    fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
+        self.typed(i, &[ColumnType::TextArray], |_, raw| {
+            binary::text_array(raw)
+        })
+    }
+
+    fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
+        self.typed(
+            i,
+            &[ColumnType::JsonbArray, ColumnType::JsonArray],
+            binary::json_array,
+        )
+    }
+}
+
+impl<F: Fields> FieldsView<F> {
+    /// Reads column `i` with `read` when its type is one of `accepted` (the first named in the
+    /// error when it is not), NULL as `None`: straight from the field's bytes into the Rust type,
+    /// without the [`Value`] [`RowView::value`] builds. diesel hands out no type for a NULL
+    /// field, so a NULL reads as `None` whatever its column's type.
+    fn typed<T>(
+        &self,
+        i: usize,
+        accepted: &[ColumnType],
+        read: impl FnOnce(ColumnType, &[u8]) -> std::result::Result<T, String>,
+    ) -> Result<Option<T>> {
+        let name = self.0.name(i);
+        self.0.with_field(i, |field| {
+            let Some((oid, raw)) = field else {
+                return Ok(None);
+            };
+            let what = || format!("column {name:?} (type oid {oid})");
+            let ty = ColumnType::from_oid(oid)
+                .filter(|ty| accepted.contains(ty))
+                .ok_or_else(|| {
+                    let expected = accepted.first().map_or("?", |t| t.pg_type().name());
+                    Error::decode(what(), format!("cannot be read as {expected}"))
+                })?;
+            read(ty, raw)
+                .map(Some)
+                .map_err(|e| Error::decode(what(), e))
+        })?
+    }
+}
+
+/// A diesel row during its load, its fields read where diesel holds them.
 struct InPlaceRow<'r, R> {
     row: &'r R,
     columns: &'r [String],
 }
 
-impl<'a, R: NamedRow<'a, Pg>> RowView for InPlaceRow<'_, R> {
+impl<'a, R: DieselRow<'a, Pg>> Fields for InPlaceRow<'_, R> {
     fn width(&self) -> usize {
         self.columns.len()
     }
@@ -148,80 +299,119 @@ impl<'a, R: NamedRow<'a, Pg>> RowView for InPlaceRow<'_, R> {
         self.columns.get(i).map_or("", String::as_str)
     }
 
-    fn value(&mut self, i: usize) -> Result<Value> {
-        field_value(self.row, i, self.name(i))
+    fn with_field<T>(&self, i: usize, read: impl FnOnce(Option<(u32, &[u8])>) -> T) -> Result<T> {
+        let field = field_of(self.row, i, self.name(i))?;
+        let value = field.value();
+        Ok(read(
+            value.as_ref().map(|v| (v.get_oid().get(), v.as_bytes())),
+        ))
     }
 
-    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
-        self.typed(i, &[ColumnType::Int2], |_, raw| {
-            <i16 as FromSql<SmallInt, Pg>>::from_sql(raw)
-        })
-    }
-
-    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
-        self.typed(i, &[ColumnType::Int8], |_, raw| {
-            <i64 as FromSql<BigInt, Pg>>::from_sql(raw)
-        })
-    }
-
-    fn text(&mut self, i: usize) -> Result<Option<String>> {
-        self.typed(i, &[ColumnType::Text], |_, raw| {
-            <String as FromSql<Text, Pg>>::from_sql(raw)
-        })
-    }
-
-    fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
-        self.typed(i, &[ColumnType::Jsonb, ColumnType::Json], json_value)
-    }
-
-    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
-        self.typed(i, &[ColumnType::Timestamptz], |_, raw| {
-            Ok(timestamp::from_binary(raw.as_bytes())?)
-        })
-    }
-
-    fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
-        self.typed(i, &[ColumnType::TextArray], |_, raw| {
-            <Vec<String> as FromSql<Array<Text>, Pg>>::from_sql(raw)
-        })
-    }
-
-    fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
-        self.typed(
-            i,
-            &[ColumnType::JsonbArray, ColumnType::JsonArray],
-            json_values,
-        )
+    fn null_type(&self, _: usize) -> PgType {
+        UNKNOWN_NULL_TYPE
     }
 }
 
-impl<'a, R: NamedRow<'a, Pg>> InPlaceRow<'_, R> {
-    /// Reads column `i` with `read` when its type is one of `accepted` (the first named in the
-    /// error when it is not), NULL as `None`: straight from the library's field into the Rust
-    /// type, without the [`Value`] [`RowView::value`] builds. diesel hands out no type for a NULL
-    /// field, so a NULL reads as `None` whatever its column's type.
-    fn typed<T>(
-        &self,
-        i: usize,
-        accepted: &[ColumnType],
-        read: impl FnOnce(ColumnType, PgValue<'_>) -> deserialize::Result<T>,
-    ) -> Result<Option<T>> {
-        let name = self.name(i);
-        let field = field_of(self.row, i, name)?;
-        let Some(raw) = field.value() else {
-            return Ok(None);
-        };
-        let oid = raw.get_oid().get();
-        let what = || format!("column {name:?} (type oid {oid})");
-        let ty = ColumnType::from_oid(oid)
-            .filter(|ty| accepted.contains(ty))
-            .ok_or_else(|| {
-                let expected = accepted.first().map_or("?", |t| t.pg_type().name());
-                Error::decode(what(), format!("cannot be read as {expected}"))
-            })?;
-        read(ty, raw)
-            .map(Some)
-            .map_err(|e| Error::decode(what(), e.to_string()))
+/// A result's fields as the server sent them, copied out of diesel's rows on the thread that
+/// loads them ([`query_raw`]) and decoded later, on any thread and as often as asked
+/// ([`Executor::query_held`](pgmill::driver::Executor::query_held)): the load copies bytes, the
+/// decoding waits for whoever reads them.
+#[derive(Debug, Default)]
+pub(crate) struct RawResult {
+    columns: Arc<[String]>,
+    /// How many rows there are.
+    rows: usize,
+    /// Per column, the type a NULL in it reads as: the type another row shows, as [`query`]
+    /// gives it.
+    null_types: Vec<PgType>,
+    /// Every non-NULL field's bytes, one after another.
+    data: Vec<u8>,
+    /// Every field, row by row: its type OID (0 for NULL) and where its bytes end in `data`
+    /// (they start where the previous field's end).
+    fields: Vec<(u32, usize)>,
+}
+
+impl RawResult {
+    /// Copies one row's fields, the first row setting the result's columns.
+    fn push<'a, R: DieselRow<'a, Pg>>(&mut self, row: &R, columns: Arc<[String]>) -> Result<()> {
+        for (i, name) in columns.iter().enumerate() {
+            let field = field_of(row, i, name)?;
+            let oid = match field.value() {
+                Some(value) => {
+                    self.data.extend_from_slice(value.as_bytes());
+                    value.get_oid().get()
+                }
+                None => 0,
+            };
+            self.fields.push((oid, self.data.len()));
+        }
+        self.columns = columns;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Settles each column's NULL type once every row is in.
+    fn finish(mut self) -> Self {
+        let width = self.columns.len();
+        self.null_types = (0..width)
+            .map(|col| {
+                (0..self.rows)
+                    .map(|row| self.fields[row * width + col].0)
+                    .find(|&oid| oid != 0)
+                    .and_then(ColumnType::from_oid)
+                    .map_or(UNKNOWN_NULL_TYPE, ColumnType::pg_type)
+            })
+            .collect();
+        self
+    }
+}
+
+impl RowSource for RawResult {
+    fn len(&self) -> usize {
+        self.rows
+    }
+
+    fn read_each(&mut self, read: &mut dyn FnMut(&mut dyn RowView) -> Result<()>) -> Result<()> {
+        (0..self.rows).try_for_each(|row| read(&mut FieldsView(RawRow { result: self, row })))
+    }
+}
+
+/// One row of a [`RawResult`].
+struct RawRow<'r> {
+    result: &'r RawResult,
+    row: usize,
+}
+
+impl Fields for RawRow<'_> {
+    fn width(&self) -> usize {
+        self.result.columns.len()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        self.result.columns.get(i).map_or("", String::as_str)
+    }
+
+    fn with_field<T>(&self, i: usize, read: impl FnOnce(Option<(u32, &[u8])>) -> T) -> Result<T> {
+        let width = self.width();
+        if i >= width {
+            return Err(Error::decode(format!("column {i}"), "missing field"));
+        }
+        let at = self.row * width + i;
+        let (oid, end) = self.result.fields[at];
+        let start = at
+            .checked_sub(1)
+            .map_or(0, |before| self.result.fields[before].1);
+        Ok(read(
+            (oid != 0).then(|| (oid, &self.result.data[start..end])),
+        ))
+    }
+
+    fn null_type(&self, i: usize) -> PgType {
+        self.result
+            .null_types
+            .get(i)
+            .copied()
+            .unwrap_or(UNKNOWN_NULL_TYPE)
     }
 }
 
@@ -388,66 +578,6 @@ fn unsupported_type(ty: PgType) -> Error {
     .into()
 }
 
-/// Decodes one non-NULL value by the column type of its OID.
-fn decode(value: PgValue<'_>) -> deserialize::Result<Value> {
-    let oid = value.get_oid().get();
-    let ty =
-        ColumnType::from_oid(oid).ok_or_else(|| format!("unsupported column type (oid {oid})"))?;
-    let v = match ty {
-        ColumnType::Bool => Value::Bool(<bool as FromSql<Bool, Pg>>::from_sql(value)?),
-        ColumnType::Int2 => Value::Int2(<i16 as FromSql<SmallInt, Pg>>::from_sql(value)?),
-        ColumnType::Int4 => Value::Int4(<i32 as FromSql<Integer, Pg>>::from_sql(value)?),
-        ColumnType::Int8 => Value::Int8(<i64 as FromSql<BigInt, Pg>>::from_sql(value)?),
-        ColumnType::Float8 => Value::Float8(<f64 as FromSql<Double, Pg>>::from_sql(value)?),
-        ColumnType::Text => Value::Text(<String as FromSql<Text, Pg>>::from_sql(value)?),
-        ColumnType::Bytea => Value::Bytea(<Vec<u8> as FromSql<Binary, Pg>>::from_sql(value)?),
-        ColumnType::Jsonb | ColumnType::Json => Value::Jsonb(json_value(ty, value)?),
-        // Core's reader of the binary format (diesel's results are binary) takes fewer steps than
-        // diesel's `chrono` decoder.
-        ColumnType::Timestamptz => Value::Timestamptz(timestamp::from_binary(value.as_bytes())?),
-        ColumnType::Timestamp => Value::Timestamptz(
-            <NaiveDateTime as FromSql<Timestamp, Pg>>::from_sql(value)?.and_utc(),
-        ),
-        ColumnType::Interval => {
-            let i = <PgInterval as FromSql<Interval, Pg>>::from_sql(value)?;
-            Value::Interval(interval::from_parts(i.months, i.days, i.microseconds)?)
-        }
-        ColumnType::TextArray => {
-            Value::TextArray(<Vec<String> as FromSql<Array<Text>, Pg>>::from_sql(value)?)
-        }
-        ColumnType::Int8Array => {
-            Value::Int8Array(<Vec<i64> as FromSql<Array<BigInt>, Pg>>::from_sql(value)?)
-        }
-        ColumnType::JsonbArray | ColumnType::JsonArray => {
-            Value::JsonbArray(json_values(ty, value)?)
-        }
-        ColumnType::TimestamptzArray => Value::TimestamptzArray(<Vec<DateTime<Utc>> as FromSql<
-            Array<Timestamptz>,
-            Pg,
-        >>::from_sql(value)?),
-        other => return Err(format!("unsupported column type {other:?} (oid {oid})").into()),
-    };
-    Ok(v)
-}
-
-/// A `jsonb` or, for [`ColumnType::Json`], `json` value, with diesel's decoder for each.
-fn json_value(ty: ColumnType, value: PgValue<'_>) -> deserialize::Result<serde_json::Value> {
-    if ty == ColumnType::Json {
-        <serde_json::Value as FromSql<Json, Pg>>::from_sql(value)
-    } else {
-        <serde_json::Value as FromSql<Jsonb, Pg>>::from_sql(value)
-    }
-}
-
-/// A `jsonb[]` or, for [`ColumnType::JsonArray`], `json[]` value, with diesel's decoder for each.
-fn json_values(ty: ColumnType, value: PgValue<'_>) -> deserialize::Result<Vec<serde_json::Value>> {
-    if ty == ColumnType::JsonArray {
-        <Vec<serde_json::Value> as FromSql<Array<Json>, Pg>>::from_sql(value)
-    } else {
-        <Vec<serde_json::Value> as FromSql<Array<Jsonb>, Pg>>::from_sql(value)
-    }
-}
-
 /// The type a NULL is reported as when no row of the result shows the column's type: diesel hands
 /// out no type OID for a NULL field.
 const UNKNOWN_NULL_TYPE: PgType = PgType::Text;
@@ -499,25 +629,12 @@ fn with_fresh_columns<T>(load: impl FnOnce() -> T) -> T {
 impl QueryableByName<Pg> for DynamicRow {
     fn build<'a>(row: &impl NamedRow<'a, Pg>) -> deserialize::Result<Self> {
         let columns = shared_columns(row);
-        let mut values = Vec::with_capacity(columns.len());
-        for (i, name) in columns.iter().enumerate() {
-            values.push(field_value(row, i, name)?);
-        }
+        let mut view = FieldsView(InPlaceRow {
+            row,
+            columns: &columns,
+        });
+        let values = decode_values(columns.len(), |i| view.value(i))?;
         Ok(DynamicRow { columns, values })
-    }
-}
-
-/// Field `i` (column `name`) of `row`, decoded by its type; NULL as [`UNKNOWN_NULL_TYPE`].
-fn field_value<'a, R: DieselRow<'a, Pg>>(row: &R, i: usize, name: &str) -> Result<Value> {
-    let field = field_of(row, i, name)?;
-    match field.value() {
-        None => Ok(Value::Null(UNKNOWN_NULL_TYPE)),
-        Some(raw) => {
-            let oid = raw.get_oid();
-            decode(raw).map_err(|e| {
-                Error::decode(format!("column {name:?} (type oid {oid})"), e.to_string())
-            })
-        }
     }
 }
 

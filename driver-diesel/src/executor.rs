@@ -39,13 +39,13 @@ use deadpool_diesel::postgres::Object;
 use diesel::PgConnection;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use pgmill::driver::{
-    BlockingExecutor, BlockingTransaction, CopyChunks, CopyIn, Executor, Row, RowView, Statement,
-    Transaction, WarmConnections,
+    BlockingExecutor, BlockingTransaction, CopyChunks, CopyIn, Executor, HeldRows, Row, RowView,
+    Statement, Transaction, WarmConnections,
 };
 use pgmill::{DbError, DbErrorKind, Error, Result};
 use tokio::sync::Semaphore;
 
-use crate::codec::{Statements, execute, query, query_with};
+use crate::codec::{Statements, execute, query, query_raw, query_with};
 use crate::copy;
 use crate::error::{interact_error, query_error};
 
@@ -326,6 +326,16 @@ impl<C: BorrowMut<PooledConnection> + Send + Sync> Executor for DieselPoolExecut
         let how = self.conn.borrow().statements;
         self.run(move |c, _| query_with(c, &stmt, how, decode))
             .await
+    }
+
+    /// Copies the rows' fields on the blocking thread and decodes them when they are read, so
+    /// the load builds no value: a claim's jobs are decoded by the producer after it has sent
+    /// its next claim.
+    async fn query_held(&mut self, stmt: &Statement) -> Result<HeldRows> {
+        let stmt = stmt.clone();
+        let how = self.conn.borrow().statements;
+        let raw = self.run(move |c, _| query_raw(c, &stmt, how)).await?;
+        Ok(HeldRows::new(raw))
     }
 
     async fn execute_script(&mut self, sql: &str) -> Result<()> {

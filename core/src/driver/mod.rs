@@ -14,6 +14,7 @@
 //! Errors cross the seam as [`Error::Database`](crate::Error) with the SQLSTATE kept and
 //! a lost connection told apart ([`DbErrorKind::ConnectionLost`](crate::DbErrorKind)).
 
+pub mod binary;
 mod column_type;
 mod host_extension;
 pub mod interval;

@@ -292,6 +292,26 @@ pub async fn held_rows_are_read_later_elsewhere_and_twice<H: Harness>() {
     );
     assert_eq!(decoded[1].5, None);
     assert_eq!(decoded[2].3, json!({"i": 3}));
+    // Every column read as a value is the value `query` gives, a NULL of its column's type too.
+    let rows = conn.query(&sql).await.unwrap();
+    let values = conn
+        .query_held(&sql)
+        .await
+        .unwrap()
+        .decode(|row| {
+            (0..row.width())
+                .map(|i| row.value(i))
+                .collect::<pgmill::Result<Vec<_>>>()
+        })
+        .unwrap();
+    assert_eq!(
+        values,
+        rows.iter().map(|r| r.values().to_vec()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        values[1][5],
+        pgmill::driver::Value::Null(pgmill::driver::PgType::TextArray)
+    );
 
     let none = conn
         .query_held(&Statement::new("SELECT 1::bigint AS a WHERE false"))
