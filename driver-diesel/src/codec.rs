@@ -8,8 +8,11 @@
 //! count. Unnamed, diesel never caches it: one round trip, for a transaction-mode pooler.
 //!
 //! [`DynamicRow`] implements diesel's [`QueryableByName`] by hand and, instead of looking columns
-//! up by name, walks every field of the row, reads its type OID with [`PgValue::get_oid`] and
-//! decodes it by the [`ColumnType`] core gives for that OID, with the matching `FromSql` impl.
+//! up by name, walks every field of the row, reads its type OID and bytes (diesel's results are
+//! in Postgres's binary format) and decodes them by the [`ColumnType`] core gives for that OID,
+//! with core's decoders ([`binary`]); diesel only carries the bytes. [`query_with`] reads a
+//! result's rows in place the same way, and [`query_raw`] copies their fields' OIDs and bytes
+//! out of diesel, to be decoded later ([`RawResult`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
