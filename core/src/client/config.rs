@@ -27,7 +27,7 @@ use super::Client;
 /// Default [`Config::fetch_limit`].
 pub(crate) const DEFAULT_FETCH_LIMIT: usize = 100;
 /// Default [`Config::prefetch`].
-pub(crate) const DEFAULT_PREFETCH: usize = 100;
+pub(crate) const DEFAULT_PREFETCH: usize = 200;
 /// Default [`Config::poll_interval`].
 pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// Default [`Config::job_timeout`].
@@ -62,7 +62,9 @@ pub struct Config {
     /// Claimed jobs each queue's producer keeps ready beyond its free worker slots, so that a
     /// fetch claims many jobs even when few slots are free, and the next fetch is under way
     /// before the workers run out. The producer fetches again when the buffer is down to half.
-    /// Default 100; 0 claims only as many jobs as there are free slots.
+    /// Default 200, twice the default fetch limit: with few workers a full claim's jobs, most of
+    /// them buffered, still leave room for the next full claim, which then goes out as soon as
+    /// the last one's rows arrive. 0 claims only as many jobs as there are free slots.
     ///
     /// A buffered job is claimed: it is `running` in the table with its attempt counted, owned by
     /// this client and rescued if the client dies, and the rescuer's hard deadline counts from
