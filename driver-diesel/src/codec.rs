@@ -110,11 +110,15 @@ pub(crate) fn query_raw(
     // Loads do not nest, so whatever the slot held is left over from a load that panicked.
     RAW_RESULT.with(|r| *r.borrow_mut() = Some(RawResult::default()));
     let loaded = with_fresh_columns(|| statement.load::<CopiedRaw>(conn));
-    let raw = RAW_RESULT
-        .with(|r| r.borrow_mut().take())
-        .unwrap_or_default();
-    loaded.map_err(load_error)?;
-    Ok(raw.finish())
+    let raw = RAW_RESULT.with(|r| r.borrow_mut().take());
+    let copied = loaded.map_err(load_error)?.len();
+    match raw {
+        Some(raw) if raw.rows == copied => Ok(raw.finish()),
+        _ => Err(Error::decode(
+            "result",
+            format!("{copied} rows loaded, not all of them copied"),
+        )),
+    }
 }
 
 thread_local! {

@@ -35,11 +35,7 @@ pub fn decode(ty: ColumnType, raw: &[u8]) -> Result<Value, String> {
         ColumnType::TextArray => Value::TextArray(text_array(raw)?),
         ColumnType::Int8Array => Value::Int8Array(array(raw, int8)?),
         ColumnType::JsonbArray | ColumnType::JsonArray => Value::JsonbArray(json_array(ty, raw)?),
-        ColumnType::TimestamptzArray => {
-            Value::TimestamptzArray(array(raw, |e| -> Result<DateTime<Utc>, String> {
-                timestamp::from_binary(e)
-            })?)
-        }
+        ColumnType::TimestamptzArray => Value::TimestamptzArray(timestamptz_array(raw)?),
     })
 }
 
@@ -102,18 +98,21 @@ pub fn text(raw: &[u8]) -> Result<String, String> {
         .map_err(|e| format!("text is not UTF-8: {e}"))
 }
 
-/// A `jsonb` (version byte 1, then the JSON text) or, for [`ColumnType::Json`], a `json` (the
+/// A [`ColumnType::Jsonb`] (version byte 1, then the JSON text) or [`ColumnType::Json`] (the
 /// JSON text alone).
 ///
 /// # Errors
 ///
-/// A message for another version of `jsonb` or text that is not JSON.
+/// A message for another column type, another version of `jsonb` or text that is not JSON.
 pub fn json(ty: ColumnType, raw: &[u8]) -> Result<serde_json::Value, String> {
     let text = match (ty, raw) {
-        (ColumnType::Json | ColumnType::JsonArray, _) => raw,
-        (_, [1, text @ ..]) => text,
-        (_, [version, ..]) => return Err(format!("jsonb of unknown version {version}")),
-        (_, []) => return Err("jsonb of no bytes".to_owned()),
+        (ColumnType::Json, _) => raw,
+        (ColumnType::Jsonb, [1, text @ ..]) => text,
+        (ColumnType::Jsonb, [version, ..]) => {
+            return Err(format!("jsonb of unknown version {version}"));
+        }
+        (ColumnType::Jsonb, []) => return Err("jsonb of no bytes".to_owned()),
+        (other, _) => return Err(format!("{other:?} is not read as JSON")),
     };
     serde_json::from_slice(text).map_err(|e| format!("invalid JSON: {e}"))
 }
@@ -127,13 +126,29 @@ pub fn text_array(raw: &[u8]) -> Result<Vec<String>, String> {
     array(raw, text)
 }
 
-/// A `jsonb[]` or, for [`ColumnType::JsonArray`], a `json[]`.
+/// A [`ColumnType::JsonbArray`] or [`ColumnType::JsonArray`].
 ///
 /// # Errors
 ///
-/// A message when `raw` is not a one-dimensional array of JSON without NULLs.
+/// A message for another column type, or when `raw` is not a one-dimensional array of JSON
+/// without NULLs.
 pub fn json_array(ty: ColumnType, raw: &[u8]) -> Result<Vec<serde_json::Value>, String> {
-    array(raw, |e| json(ty, e))
+    let element = match ty {
+        ColumnType::JsonbArray => ColumnType::Jsonb,
+        ColumnType::JsonArray => ColumnType::Json,
+        other => return Err(format!("{other:?} is not read as a JSON array")),
+    };
+    array(raw, |e| json(element, e))
+}
+
+/// A `timestamptz[]`.
+///
+/// # Errors
+///
+/// A message when `raw` is not a one-dimensional array of `timestamptz` without NULLs, or one
+/// of them has no UTC time.
+pub fn timestamptz_array(raw: &[u8]) -> Result<Vec<DateTime<Utc>>, String> {
+    array(raw, timestamp::from_binary)
 }
 
 /// The elements of a one-dimensional array, each read by `element`: the array's header (number
@@ -273,6 +288,8 @@ mod tests {
             "jsonb of unknown version 2"
         );
         assert!(json(ColumnType::Jsonb, b"").is_err());
+        assert!(json(ColumnType::Text, b"{}").is_err());
+        assert!(json_array(ColumnType::Jsonb, &array_bytes(3802, &[])).is_err());
         assert!(
             json(ColumnType::Jsonb, b"\x01{")
                 .unwrap_err()

@@ -175,7 +175,9 @@ pub trait Executor: Send {
     ///
     /// The default holds core's [`Row`]s from [`Executor::query`]; a driver whose library's rows
     /// are owned and can move between threads holds those instead, and reads them as its
-    /// [`Executor::query_with`] does. Core reads a claim's rows twice (its position first, then
+    /// [`Executor::query_with`] does, and one whose rows cannot leave its connection may copy
+    /// their fields out (the diesel driver keeps each field's type OID and bytes and decodes them
+    /// with [`binary`] when they are read). Every driver in this workspace overrides it. Core reads a claim's rows twice (its position first, then
     /// every column), so a driver's [`RowSource`] must read a row's `smallint`, `bigint` and
     /// `timestamptz` columns again as they were (see [`HeldRows`]).
     ///

@@ -312,10 +312,10 @@ impl Row {
     }
 }
 
-/// A statement's rows as the driver's library returned them, kept to be read later: after the
-/// connection has gone on to its next statement, and on another task than the one that ran it.
-/// The producer reads a claim's rows this way, so its next claim is on its way to the server while
-/// it decodes the last one ([`Executor::query_held`]).
+/// A statement's rows as the driver's library returned them (or a copy of their fields), kept
+/// to be read later: after the connection has gone on to its next statement, and on another
+/// task than the one that ran it. The producer reads a claim's rows this way, so its next claim
+/// is on its way to the server while it decodes the last one ([`Executor::query_held`]).
 ///
 /// Rows can be read more than once: a `smallint`, `bigint` or `timestamptz` column read again
 /// reads the same value ([`RowView::int2`], [`RowView::int8`], [`RowView::timestamptz`]) from
@@ -385,9 +385,9 @@ impl std::fmt::Debug for HeldRows {
     }
 }
 
-/// Where [`HeldRows`] keeps a result: a driver implements it over its library's owned rows, each
-/// read through the same [`RowView`] its [`Executor::query_with`] reads with. Core's own
-/// [`Row`]s implement it too ([`Executor::query_held`]'s default).
+/// Where [`HeldRows`] keeps a result: a driver implements it over its library's owned rows, or
+/// a copy of their fields, each read through the same [`RowView`] its [`Executor::query_with`]
+/// reads with. Core's own [`Row`]s implement it too ([`Executor::query_held`]'s default).
 ///
 /// [`RowSource::len`] is the number of rows [`RowSource::read_each`] visits, and
 /// [`RowSource::read_each`] may be called more than once: each call visits every row again, in
@@ -546,6 +546,55 @@ mod tests {
             decode_result(&none, |_| ["x"], |_| Ok(vec![]))
                 .unwrap()
                 .is_empty()
+        );
+    }
+
+    /// The default source of held rows (core's rows) reads numbers and timestamps again as
+    /// they were, as a claim's rows are read: the position first, then every column.
+    #[test]
+    fn held_core_rows_read_numbers_and_times_twice() {
+        let at = DateTime::from_timestamp(1_700_000_000, 5_000).unwrap();
+        let rows = decode_result(
+            &[(1_i64, 2_i16, "a"), (3, 4, "b")],
+            |_| ["id", "priority", "at", "kind"],
+            |(id, priority, kind)| {
+                Ok(vec![
+                    Value::Int8(*id),
+                    Value::Int2(*priority),
+                    Value::Timestamptz(at),
+                    Value::Text((*kind).into()),
+                ])
+            },
+        )
+        .unwrap();
+        let mut held = HeldRows::new(rows);
+        assert_eq!(held.len(), 2);
+        let mut positions = Vec::new();
+        held.read_each(|row| {
+            positions.push((row.int8(0)?, row.int2(1)?, row.timestamptz(2)?));
+            Ok(())
+        })
+        .unwrap();
+        let decoded = held
+            .decode(|row| {
+                Ok((
+                    row.int8(0)?,
+                    row.int2(1)?,
+                    row.timestamptz(2)?,
+                    row.text(3)?,
+                ))
+            })
+            .unwrap();
+        assert_eq!(
+            positions,
+            vec![(Some(1), Some(2), Some(at)), (Some(3), Some(4), Some(at))]
+        );
+        assert_eq!(
+            decoded,
+            vec![
+                (Some(1), Some(2), Some(at), Some("a".to_owned())),
+                (Some(3), Some(4), Some(at), Some("b".to_owned())),
+            ]
         );
     }
 
