@@ -622,8 +622,9 @@ impl ClaimCursor {
     }
 
     /// Records a claim (`from_head` or not) that started at `started`, took `took` until its
-    /// reply arrived, and whose last job in fetch order was at `last`. A claim that found nothing keeps the position: nothing was
-    /// available, and what comes next is inserted after it or found from the head.
+    /// reply arrived, and whose last job in fetch order was at `last`. A claim that found nothing
+    /// keeps the position: nothing was available, and what comes next is inserted after it or
+    /// found from the head.
     fn claimed(
         &mut self,
         from_head: bool,

@@ -7,15 +7,15 @@
 //! `set_prepared_statement_cache_size(CacheSize::Disabled)`), whether they run for rows or for a
 //! count. Unnamed, diesel never caches it: one round trip, for a transaction-mode pooler.
 //!
-//! [`DynamicRow`] implements diesel's [`QueryableByName`] by hand and, instead of looking columns
-//! up by name, walks every field of the row, reads its type OID and bytes (diesel's results are
-//! in Postgres's binary format) and decodes them by the [`ColumnType`] core gives for that OID,
-//! with core's decoders ([`binary`]); diesel only carries the bytes. [`query_with`] reads a
-//! result's rows in place the same way, and [`query_raw`] copies their fields' OIDs and bytes
-//! out of diesel, to be decoded later ([`RawResult`]).
+//! Every result is loaded one way: [`CopiedRaw`] implements diesel's [`QueryableByName`] by hand
+//! and, instead of looking columns up by name, copies every field's type OID and bytes (diesel's
+//! results are in Postgres's binary format) into a [`RawResult`] ([`query_raw`]). Its rows are
+//! decoded when read, by the [`ColumnType`] core gives for each OID, with core's decoders
+//! ([`binary`]): into core's rows for [`query`], or in place, later and elsewhere, for
+//! [`Executor::query_held`](pgmill::driver::Executor::query_held) (and so for
+//! `Executor::query_with`, whose default reads those). diesel only carries the bytes.
 
 use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -54,49 +54,13 @@ pub(crate) fn execute(conn: &mut PgConnection, stmt: &Statement, how: Statements
     Ok(rows as u64)
 }
 
-/// Runs a statement and decodes every row dynamically.
+/// Runs a statement and decodes every row dynamically, into core's rows.
 pub(crate) fn query(
     conn: &mut PgConnection,
     stmt: &Statement,
     how: Statements,
 ) -> Result<Vec<Row>> {
-    let statement = SqlStatement::new(stmt, how)?;
-    let rows = with_fresh_columns(|| statement.load::<DynamicRow>(conn)).map_err(load_error)?;
-    Ok(finish_rows(rows))
-}
-
-/// Runs a statement and hands every row, as diesel holds it, to `decode` (core's
-/// [`Executor::query_with`](pgmill::driver::Executor::query_with)): no row of values is built.
-///
-/// diesel gives its rows only to [`QueryableByName::build`], a function without state, so
-/// `decode` waits for it in [`DECODER`], on this thread, for the length of the load.
-pub(crate) fn query_with<T, F>(
-    conn: &mut PgConnection,
-    stmt: &Statement,
-    how: Statements,
-    mut decode: F,
-) -> Result<Vec<T>>
-where
-    T: 'static,
-    F: FnMut(&mut dyn RowView) -> Result<T> + 'static,
-{
-    let statement = SqlStatement::new(stmt, how)?;
-    let decoded = Rc::new(RefCell::new(Vec::new()));
-    let sink = Rc::clone(&decoded);
-    let decoder: Decoder = Box::new(move |row| {
-        sink.borrow_mut().push(decode(row)?);
-        Ok(())
-    });
-    // Loads do not nest (a decoder never reaches the connection), so whatever the slot held is
-    // left over from a load that panicked, and goes.
-    DECODER.with(|d| *d.borrow_mut() = Some(decoder));
-    let loaded = with_fresh_columns(|| statement.load::<DecodedInPlace>(conn));
-    // Dropping the decoder drops its handle on the decoded rows.
-    drop(DECODER.with(|d| d.borrow_mut().take()));
-    loaded.map_err(load_error)?;
-    Ok(Rc::try_unwrap(decoded)
-        .map(RefCell::into_inner)
-        .unwrap_or_default())
+    query_raw(conn, stmt, how)?.into_rows()
 }
 
 /// Runs a statement and copies its rows' fields out of diesel's result ([`RawResult`]), to be
@@ -154,171 +118,6 @@ fn load_error(e: diesel::result::Error) -> Error {
     }
 }
 
-/// A row decoder [`query_with`] lends [`DecodedInPlace::build`].
-type Decoder = Box<dyn FnMut(&mut dyn RowView) -> Result<()>>;
-
-thread_local! {
-    /// The decoder of the load running on this thread, if it reads its rows in place.
-    static DECODER: RefCell<Option<Decoder>> = const { RefCell::new(None) };
-}
-
-/// What diesel's load of a [`query_with`] yields per row: nothing, the row having gone to the
-/// decoder in [`DECODER`].
-struct DecodedInPlace;
-
-impl QueryableByName<Pg> for DecodedInPlace {
-    fn build<'a>(row: &impl NamedRow<'a, Pg>) -> deserialize::Result<Self> {
-        let columns = shared_columns(row);
-        let mut view = FieldsView(InPlaceRow {
-            row,
-            columns: &columns,
-        });
-        DECODER.with(|d| -> deserialize::Result<()> {
-            match d.borrow_mut().as_mut() {
-                Some(decode) => Ok(decode(&mut view)?),
-                None => Err("a row read in place without a decoder".into()),
-            }
-        })?;
-        Ok(DecodedInPlace)
-    }
-}
-
-/// Where a row's fields come from, for [`FieldsView`]: diesel's row while it loads
-/// ([`InPlaceRow`]) or a copy of its bytes ([`RawRow`]).
-trait Fields {
-    /// How many columns the row has.
-    fn width(&self) -> usize;
-
-    /// The name of column `i`.
-    fn name(&self, i: usize) -> &str;
-
-    /// Hands `read` field `i`'s type OID and bytes, `None` for NULL.
-    fn with_field<T>(&self, i: usize, read: impl FnOnce(Option<(u32, &[u8])>) -> T) -> Result<T>;
-
-    /// The type a NULL in column `i` reads as.
-    fn null_type(&self, i: usize) -> PgType;
-}
-
-/// A row's fields as core's [`RowView`], each decoded from Postgres's binary format (diesel's
-/// results are binary) by core's [`binary`] decoders when read.
-struct FieldsView<F>(F);
-
-impl<F: Fields> RowView for FieldsView<F> {
-    fn width(&self) -> usize {
-        self.0.width()
-    }
-
-    fn name(&self, i: usize) -> &str {
-        self.0.name(i)
-    }
-
-    fn value(&mut self, i: usize) -> Result<Value> {
-        let name = self.0.name(i);
-        let null = self.0.null_type(i);
-        self.0.with_field(i, |field| match field {
-            None => Ok(Value::Null(null)),
-            Some((oid, raw)) => ColumnType::from_oid(oid)
-                .ok_or_else(|| format!("unsupported column type (oid {oid})"))
-                .and_then(|ty| binary::decode(ty, raw))
-                .map_err(|e| Error::decode(format!("column {name:?} (type oid {oid})"), e)),
-        })?
-    }
-
-    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
-        self.typed(i, &[ColumnType::Int2], |_, raw| binary::int2(raw))
-    }
-
-    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
-        self.typed(i, &[ColumnType::Int8], |_, raw| binary::int8(raw))
-    }
-
-    fn text(&mut self, i: usize) -> Result<Option<String>> {
-        self.typed(i, &[ColumnType::Text], |_, raw| binary::text(raw))
-    }
-
-    fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
-        self.typed(i, &[ColumnType::Jsonb, ColumnType::Json], binary::json)
-    }
-
-    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
-        self.typed(i, &[ColumnType::Timestamptz], |_, raw| {
-            timestamp::from_binary(raw)
-        })
-    }
-
-    fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
-        self.typed(i, &[ColumnType::TextArray], |_, raw| {
-            binary::text_array(raw)
-        })
-    }
-
-    fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
-        self.typed(
-            i,
-            &[ColumnType::JsonbArray, ColumnType::JsonArray],
-            binary::json_array,
-        )
-    }
-}
-
-impl<F: Fields> FieldsView<F> {
-    /// Reads column `i` with `read` when its type is one of `accepted` (the first named in the
-    /// error when it is not), NULL as `None`: straight from the field's bytes into the Rust type,
-    /// without the [`Value`] [`RowView::value`] builds. diesel hands out no type for a NULL
-    /// field, so a NULL reads as `None` whatever its column's type.
-    fn typed<T>(
-        &self,
-        i: usize,
-        accepted: &[ColumnType],
-        read: impl FnOnce(ColumnType, &[u8]) -> std::result::Result<T, String>,
-    ) -> Result<Option<T>> {
-        let name = self.0.name(i);
-        self.0.with_field(i, |field| {
-            let Some((oid, raw)) = field else {
-                return Ok(None);
-            };
-            let what = || format!("column {name:?} (type oid {oid})");
-            let ty = ColumnType::from_oid(oid)
-                .filter(|ty| accepted.contains(ty))
-                .ok_or_else(|| {
-                    let expected = accepted.first().map_or("?", |t| t.pg_type().name());
-                    Error::decode(what(), format!("cannot be read as {expected}"))
-                })?;
-            read(ty, raw)
-                .map(Some)
-                .map_err(|e| Error::decode(what(), e))
-        })?
-    }
-}
-
-/// A diesel row during its load, its fields read where diesel holds them.
-struct InPlaceRow<'r, R> {
-    row: &'r R,
-    columns: &'r [String],
-}
-
-impl<'a, R: DieselRow<'a, Pg>> Fields for InPlaceRow<'_, R> {
-    fn width(&self) -> usize {
-        self.columns.len()
-    }
-
-    fn name(&self, i: usize) -> &str {
-        self.columns.get(i).map_or("", String::as_str)
-    }
-
-    fn with_field<T>(&self, i: usize, read: impl FnOnce(Option<(u32, &[u8])>) -> T) -> Result<T> {
-        let field = field_of(self.row, i, self.name(i))?;
-        let value = field.value();
-        Ok(read(
-            value.as_ref().map(|v| (v.get_oid().get(), v.as_bytes())),
-        ))
-    }
-
-    fn null_type(&self, _: usize) -> PgType {
-        UNKNOWN_NULL_TYPE
-    }
-}
-
 /// A result's fields as the server sent them, copied out of diesel's rows on the thread that
 /// loads them ([`query_raw`]) and decoded later, on any thread and as often as asked
 /// ([`Executor::query_held`](pgmill::driver::Executor::query_held)): the load copies bytes, the
@@ -357,6 +156,20 @@ impl RawResult {
         Ok(())
     }
 
+    /// Decodes every row into core's row of values.
+    fn into_rows(mut self) -> Result<Vec<Row>> {
+        let columns = Arc::clone(&self.columns);
+        let mut rows = Vec::with_capacity(self.rows);
+        self.read_each(&mut |row| {
+            rows.push(Row::new(
+                Arc::clone(&columns),
+                decode_values(row.width(), |i| row.value(i))?,
+            ));
+            Ok(())
+        })?;
+        Ok(rows)
+    }
+
     /// Settles each column's NULL type once every row is in.
     fn finish(mut self) -> Self {
         let width = self.columns.len();
@@ -379,7 +192,7 @@ impl RowSource for RawResult {
     }
 
     fn read_each(&mut self, read: &mut dyn FnMut(&mut dyn RowView) -> Result<()>) -> Result<()> {
-        (0..self.rows).try_for_each(|row| read(&mut FieldsView(RawRow { result: self, row })))
+        (0..self.rows).try_for_each(|row| read(&mut RawRow { result: self, row }))
     }
 }
 
@@ -389,16 +202,9 @@ struct RawRow<'r> {
     row: usize,
 }
 
-impl Fields for RawRow<'_> {
-    fn width(&self) -> usize {
-        self.result.columns.len()
-    }
-
-    fn name(&self, i: usize) -> &str {
-        self.result.columns.get(i).map_or("", String::as_str)
-    }
-
-    fn with_field<T>(&self, i: usize, read: impl FnOnce(Option<(u32, &[u8])>) -> T) -> Result<T> {
+impl RawRow<'_> {
+    /// Field `i`'s type OID and bytes, `None` for NULL.
+    fn field(&self, i: usize) -> Result<Option<(u32, &[u8])>> {
         let width = self.width();
         if i >= width {
             return Err(Error::decode(format!("column {i}"), "missing field"));
@@ -408,17 +214,90 @@ impl Fields for RawRow<'_> {
         let start = at
             .checked_sub(1)
             .map_or(0, |before| self.result.fields[before].1);
-        Ok(read(
-            (oid != 0).then(|| (oid, &self.result.data[start..end])),
-        ))
+        Ok((oid != 0).then(|| (oid, &self.result.data[start..end])))
     }
 
-    fn null_type(&self, i: usize) -> PgType {
-        self.result
-            .null_types
-            .get(i)
-            .copied()
-            .unwrap_or(UNKNOWN_NULL_TYPE)
+    /// Reads column `i` with `read` when its type is one of `accepted` (the first named in the
+    /// error when it is not), NULL as `None`: straight from the field's bytes into the Rust type,
+    /// without the [`Value`] [`RowView::value`] builds.
+    fn typed<T>(
+        &self,
+        i: usize,
+        accepted: &[ColumnType],
+        read: impl FnOnce(ColumnType, &[u8]) -> std::result::Result<T, String>,
+    ) -> Result<Option<T>> {
+        let Some((oid, raw)) = self.field(i)? else {
+            return Ok(None);
+        };
+        let what = || format!("column {:?} (type oid {oid})", self.name(i));
+        let ty = ColumnType::from_oid(oid)
+            .filter(|ty| accepted.contains(ty))
+            .ok_or_else(|| {
+                let expected = accepted.first().map_or("?", |t| t.pg_type().name());
+                Error::decode(what(), format!("cannot be read as {expected}"))
+            })?;
+        read(ty, raw)
+            .map(Some)
+            .map_err(|e| Error::decode(what(), e))
+    }
+}
+
+/// A copied row as core's [`RowView`], each field decoded from Postgres's binary format by
+/// core's [`binary`] decoders when read.
+impl RowView for RawRow<'_> {
+    fn width(&self) -> usize {
+        self.result.columns.len()
+    }
+
+    fn name(&self, i: usize) -> &str {
+        self.result.columns.get(i).map_or("", String::as_str)
+    }
+
+    fn value(&mut self, i: usize) -> Result<Value> {
+        let Some((oid, raw)) = self.field(i)? else {
+            let null = self.result.null_types.get(i).copied();
+            return Ok(Value::Null(null.unwrap_or(UNKNOWN_NULL_TYPE)));
+        };
+        ColumnType::from_oid(oid)
+            .ok_or_else(|| format!("unsupported column type (oid {oid})"))
+            .and_then(|ty| binary::decode(ty, raw))
+            .map_err(|e| Error::decode(format!("column {:?} (type oid {oid})", self.name(i)), e))
+    }
+
+    fn int2(&mut self, i: usize) -> Result<Option<i16>> {
+        self.typed(i, &[ColumnType::Int2], |_, raw| binary::int2(raw))
+    }
+
+    fn int8(&mut self, i: usize) -> Result<Option<i64>> {
+        self.typed(i, &[ColumnType::Int8], |_, raw| binary::int8(raw))
+    }
+
+    fn text(&mut self, i: usize) -> Result<Option<String>> {
+        self.typed(i, &[ColumnType::Text], |_, raw| binary::text(raw))
+    }
+
+    fn jsonb(&mut self, i: usize) -> Result<Option<serde_json::Value>> {
+        self.typed(i, &[ColumnType::Jsonb, ColumnType::Json], binary::json)
+    }
+
+    fn timestamptz(&mut self, i: usize) -> Result<Option<DateTime<Utc>>> {
+        self.typed(i, &[ColumnType::Timestamptz], |_, raw| {
+            timestamp::from_binary(raw)
+        })
+    }
+
+    fn text_array(&mut self, i: usize) -> Result<Option<Vec<String>>> {
+        self.typed(i, &[ColumnType::TextArray], |_, raw| {
+            binary::text_array(raw)
+        })
+    }
+
+    fn jsonb_array(&mut self, i: usize) -> Result<Option<Vec<serde_json::Value>>> {
+        self.typed(
+            i,
+            &[ColumnType::JsonbArray, ColumnType::JsonArray],
+            binary::json_array,
+        )
     }
 }
 
@@ -589,16 +468,6 @@ fn unsupported_type(ty: PgType) -> Error {
 /// out no type OID for a NULL field.
 const UNKNOWN_NULL_TYPE: PgType = PgType::Text;
 
-/// One row decoded without knowing its shape in advance.
-///
-/// `sql_query(..).load::<DynamicRow>(conn)` calls [`QueryableByName::build`] with diesel's full
-/// row (a `NamedRow` is also a `Row`), so every field is reachable by index: its name, its raw
-/// value and, for non-NULL values, its type OID.
-struct DynamicRow {
-    columns: Arc<[String]>,
-    values: Vec<Value>,
-}
-
 thread_local! {
     /// The column names of the result being loaded on this thread, read from its first row and
     /// shared by the rest ([`query`] empties it before and after each load).
@@ -633,18 +502,6 @@ fn with_fresh_columns<T>(load: impl FnOnce() -> T) -> T {
     loaded
 }
 
-impl QueryableByName<Pg> for DynamicRow {
-    fn build<'a>(row: &impl NamedRow<'a, Pg>) -> deserialize::Result<Self> {
-        let columns = shared_columns(row);
-        let mut view = FieldsView(InPlaceRow {
-            row,
-            columns: &columns,
-        });
-        let values = decode_values(columns.len(), |i| view.value(i))?;
-        Ok(DynamicRow { columns, values })
-    }
-}
-
 /// Field `i` (column `name`) of `row`; an error naming the column when the row has none.
 fn field_of<'a, 'r, R: DieselRow<'a, Pg>>(row: &'r R, i: usize, name: &str) -> Result<R::Field<'r>>
 where
@@ -653,48 +510,22 @@ where
     DieselRow::get(row, i).ok_or_else(|| Error::decode(format!("column {name:?}"), "missing field"))
 }
 
-/// Turns decoded rows into core's rows, giving each NULL its column's type when another row of
-/// the result shows it.
-fn finish_rows(rows: Vec<DynamicRow>) -> Vec<Row> {
-    let mut rows = rows;
-    if rows.len() > 1 {
-        let width = rows[0].values.len();
-        for col in 0..width {
-            let known = rows.iter().find_map(|r| match r.values.get(col) {
-                Some(Value::Null(_)) | None => None,
-                Some(v) => Some(v.pg_type()),
-            });
-            if let Some(ty) = known {
-                for r in &mut rows {
-                    if let Some(v @ Value::Null(_)) = r.values.get_mut(col) {
-                        *v = Value::Null(ty);
-                    }
-                }
-            }
-        }
-    }
-    rows.into_iter()
-        .map(|r| Row::new(r.columns, r.values))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn nulls_take_the_type_other_rows_show() {
-        let cols: Arc<[String]> = vec!["a".to_owned()].into();
-        let rows = finish_rows(vec![
-            DynamicRow {
-                columns: Arc::clone(&cols),
-                values: vec![Value::Null(UNKNOWN_NULL_TYPE)],
-            },
-            DynamicRow {
-                columns: Arc::clone(&cols),
-                values: vec![Value::Int8(1)],
-            },
-        ]);
+        let raw = RawResult {
+            columns: vec!["a".to_owned()].into(),
+            rows: 2,
+            null_types: Vec::new(),
+            data: 1_i64.to_be_bytes().to_vec(),
+            fields: vec![(0, 0), (20, 8)],
+        }
+        .finish();
+        let rows = raw.into_rows().unwrap();
         assert_eq!(rows[0].values(), &[Value::Null(PgType::Int8)]);
+        assert_eq!(rows[1].values(), &[Value::Int8(1)]);
     }
 }

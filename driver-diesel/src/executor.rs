@@ -39,13 +39,13 @@ use deadpool_diesel::postgres::Object;
 use diesel::PgConnection;
 use diesel::connection::{AnsiTransactionManager, SimpleConnection, TransactionManager};
 use pgmill::driver::{
-    BlockingExecutor, BlockingTransaction, CopyChunks, CopyIn, Executor, HeldRows, Row, RowView,
-    Statement, Transaction, WarmConnections,
+    BlockingExecutor, BlockingTransaction, CopyChunks, CopyIn, Executor, HeldRows, Row, Statement,
+    Transaction, WarmConnections,
 };
 use pgmill::{DbError, DbErrorKind, Error, Result};
 use tokio::sync::Semaphore;
 
-use crate::codec::{Statements, execute, query, query_raw, query_with};
+use crate::codec::{Statements, execute, query, query_raw};
 use crate::copy;
 use crate::error::{interact_error, query_error};
 
@@ -315,17 +315,6 @@ impl<C: BorrowMut<PooledConnection> + Send + Sync> Executor for DieselPoolExecut
         let stmt = stmt.clone();
         let how = self.conn.borrow().statements;
         self.run(move |c, _| query(c, &stmt, how)).await
-    }
-
-    async fn query_with<T, F>(&mut self, stmt: &Statement, decode: F) -> Result<Vec<T>>
-    where
-        T: Send + 'static,
-        F: FnMut(&mut dyn RowView) -> Result<T> + Send + 'static,
-    {
-        let stmt = stmt.clone();
-        let how = self.conn.borrow().statements;
-        self.run(move |c, _| query_with(c, &stmt, how, decode))
-            .await
     }
 
     /// Copies the rows' fields on the blocking thread and decodes them when they are read, so

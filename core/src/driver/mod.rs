@@ -30,8 +30,7 @@ use std::future::Future;
 
 pub use listener::{Listener, ListenerEvent, NoListener, Notification, listen_sql, unlisten_sql};
 pub use row::{
-    FromColumn, FromRow, HeldRows, Row, RowSource, RowView, decode_each, decode_result,
-    decode_values,
+    FromColumn, FromRow, HeldRows, Row, RowSource, RowView, decode_result, decode_values,
 };
 pub(crate) use row::{rows_as, rows_with};
 pub use statement::{CopyIn, CopyRowWriter, Statement, copy_target};
@@ -149,9 +148,9 @@ pub trait Executor: Send {
     /// through [`Executor::query_held`]).
     ///
     /// The default decodes the rows of [`Executor::query_held`], so a driver that holds its
-    /// library's rows there reads them in place here too. `decode` and what it returns own what
-    /// they hold (`'static`), so a driver whose rows cannot leave its library (a blocking one's)
-    /// may override this to move them to the thread its rows are read on.
+    /// library's rows there reads them in place here too; every driver in this workspace uses
+    /// it. `decode` and what it returns own what they hold (`'static`), so a driver may still
+    /// override this to move them to the thread its rows are read on.
     ///
     /// # Errors
     ///
@@ -177,9 +176,10 @@ pub trait Executor: Send {
     /// are owned and can move between threads holds those instead, and reads them as its
     /// [`Executor::query_with`] does, and one whose rows cannot leave its connection may copy
     /// their fields out (the diesel driver keeps each field's type OID and bytes and decodes them
-    /// with [`binary`] when they are read). Every driver in this workspace overrides it. Core reads a claim's rows twice (its position first, then
-    /// every column), so a driver's [`RowSource`] must read a row's `smallint`, `bigint` and
-    /// `timestamptz` columns again as they were (see [`HeldRows`]).
+    /// with [`binary`] when they are read). Every driver in this workspace overrides it. Core
+    /// reads a claim's rows twice (its position first, then every column), so a driver's
+    /// [`RowSource`] must read a row's `smallint`, `bigint` and `timestamptz` columns again as
+    /// they were (see [`HeldRows`]).
     ///
     /// # Errors
     ///

@@ -423,23 +423,6 @@ impl RowSource for Vec<Row> {
     }
 }
 
-/// Decodes every row of a library's result through `decode`, each seen through `view`, into a
-/// vector of exactly their number.
-///
-/// # Errors
-///
-/// The first error `decode` returns.
-pub fn decode_each<'r, R, V, T>(
-    rows: &'r [R],
-    mut view: impl FnMut(&'r R) -> V,
-    mut decode: impl FnMut(&mut dyn RowView) -> Result<T>,
-) -> Result<Vec<T>>
-where
-    V: RowView,
-{
-    collect_exact(rows.len(), rows.iter().map(|r| decode(&mut view(r))))
-}
-
 /// Decodes core's rows through `decode`, each seen as a [`RowView`].
 pub(crate) fn rows_with<T>(
     rows: Vec<Row>,
