@@ -87,6 +87,8 @@ queries! {
     JobSetCompletedMany => "job/job_set_completed_many.sql",
     JobSetCompletedManyCount => "job/job_set_completed_many_count.sql",
     JobSetStateIfRunningMany => "job/job_set_state_if_running_many.sql",
+    JobTableGrowth => "job/job_table_growth.sql",
+    JobAnalyze => "job/job_analyze.sql",
     QueueControlNotify => "queue/queue_control_notify.sql",
     QueueList => "queue/queue_list.sql",
     QueueOverview => "queue/queue_overview.sql",

@@ -284,6 +284,7 @@ macro_rules! __conformance_cases {
                 cleaner_reads_only_the_jobs_it_deletes, queue_cleaner_removes_stale_queues,
                 rows_of_long_dead_clients_are_deleted_once_their_jobs_are_rescued,
                 failing_services_recover_and_the_client_keeps_working,
+                analyzer_replans_statements_once_the_table_outgrew_its_statistics,
             }
             periodic {
                 each_tick_is_enqueued_once_with_several_clients,

@@ -12,8 +12,8 @@ use crate::heartbeat::DEFAULT_HEARTBEAT_INTERVAL;
 use crate::ident::validate_name;
 use crate::job_args::JobArgs;
 use crate::maintenance::{
-    DEFAULT_PERIODIC_INTERVAL, JobCleanerConfig, JobRescuerConfig, JobSchedulerConfig,
-    QueueCleanerConfig,
+    DEFAULT_PERIODIC_INTERVAL, JobAnalyzerConfig, JobCleanerConfig, JobRescuerConfig,
+    JobSchedulerConfig, QueueCleanerConfig,
 };
 use crate::middleware::{MetricsConfig, Middleware, MiddlewareStack, TracePropagator};
 use crate::periodic::PeriodicJob;
@@ -116,6 +116,12 @@ pub struct Config {
     pub cleaner: JobCleanerConfig,
     /// The queue cleaner's settings (leader only).
     pub queue_cleaner: QueueCleanerConfig,
+    /// The analyzer's settings (leader only): it runs `ANALYZE` on the job table when the table
+    /// has grown several times past the size its statistics were taken at, so that the prepared
+    /// claims and completions, whose plans Postgres keeps until the statistics change, are
+    /// replanned for the table's new size (see [`JobAnalyzer`](crate::maintenance::JobAnalyzer)).
+    /// `None` leaves statistics to autovacuum alone. Default on.
+    pub analyzer: Option<JobAnalyzerConfig>,
     /// Periodic jobs the leader enqueues.
     pub periodic_jobs: Vec<PeriodicJob>,
     /// Time between periodic enqueuer passes. Default 1 s.
@@ -155,6 +161,7 @@ impl Default for Config {
             rescuer: JobRescuerConfig::default(),
             cleaner: JobCleanerConfig::default(),
             queue_cleaner: QueueCleanerConfig::default(),
+            analyzer: Some(JobAnalyzerConfig::default()),
             periodic_jobs: Vec::new(),
             periodic_interval: DEFAULT_PERIODIC_INTERVAL,
             supervisor_backoff: DEFAULT_SUPERVISOR_BACKOFF,
@@ -396,6 +403,12 @@ impl<D: Driver> ClientBuilder<D> {
     /// Sets the cleaner's settings.
     pub fn cleaner(mut self, cleaner: JobCleanerConfig) -> Self {
         self.config.cleaner = cleaner;
+        self
+    }
+
+    /// Sets the analyzer's settings; `None` runs no analyzer (see [`Config::analyzer`]).
+    pub fn analyzer(mut self, analyzer: Option<JobAnalyzerConfig>) -> Self {
+        self.config.analyzer = analyzer;
         self
     }
 

@@ -420,6 +420,7 @@ impl<D: Driver> Client<D> {
                 rescuer: cfg.rescuer.clone(),
                 cleaner: cfg.cleaner.clone(),
                 queue_cleaner: cfg.queue_cleaner.clone(),
+                analyzer: cfg.analyzer.clone(),
                 periodic: PeriodicEnqueuerConfig {
                     interval: cfg.periodic_interval,
                     jobs: cfg.periodic_jobs.clone(),

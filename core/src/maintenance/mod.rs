@@ -2,13 +2,14 @@
 //!
 //! Each service has the same skeleton: a config with documented defaults, `new` validating it, a
 //! loop around `run_once` (which tests call directly), and a failed pass that logs and continues.
-//! The scheduler, rescuer, cleaners and periodic enqueuer run only on the leader, started and
+//! The scheduler, rescuer, cleaners, analyzer and periodic enqueuer run only on the leader, started and
 //! stopped with each term by the queue maintainer, each under a supervisor that restarts a
 //! service that panics.
 //!
 //! A [`Client`](crate::Client) runs these services itself. They are public for tests and for
 //! running a pass by hand (`run_once`), e.g. from an operator's script.
 
+mod job_analyzer;
 mod job_cleaner;
 mod job_rescuer;
 mod job_scheduler;
@@ -17,6 +18,10 @@ mod queue_cleaner;
 mod queue_maintainer;
 mod queue_sampler;
 
+pub use job_analyzer::{
+    DEFAULT_ANALYZER_GROWTH, DEFAULT_ANALYZER_INTERVAL, DEFAULT_ANALYZER_MIN_PAGES, JobAnalyzer,
+    JobAnalyzerConfig, JobAnalyzerRunOnceResult,
+};
 pub use job_cleaner::{
     DEFAULT_CANCELLED_RETENTION, DEFAULT_COMPLETED_RETENTION, DEFAULT_DISCARDED_RETENTION,
     JobCleaner, JobCleanerConfig, JobCleanerRunOnceResult,

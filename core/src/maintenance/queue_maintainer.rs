@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::job_analyzer::{JobAnalyzer, JobAnalyzerConfig};
 use super::job_cleaner::{JobCleaner, JobCleanerConfig};
 use super::job_rescuer::{JobRescuer, JobRescuerConfig};
 use super::job_scheduler::{JobScheduler, JobSchedulerConfig};
@@ -28,6 +29,8 @@ pub(crate) struct QueueMaintainerConfig {
     pub(crate) rescuer: JobRescuerConfig,
     pub(crate) cleaner: JobCleanerConfig,
     pub(crate) queue_cleaner: QueueCleanerConfig,
+    /// `None` runs no analyzer.
+    pub(crate) analyzer: Option<JobAnalyzerConfig>,
     pub(crate) periodic: PeriodicEnqueuerConfig,
     /// Time before a failed service is restarted.
     pub(crate) supervisor_backoff: Duration,
@@ -38,12 +41,14 @@ pub(crate) struct QueueMaintainerConfig {
 }
 
 /// The services that run only while this client leads: scheduler, rescuer, cleaners, the
-/// periodic enqueuer and (with metrics on) the queue sampler, each under a supervisor.
+/// analyzer (unless turned off), the periodic enqueuer and (with metrics on) the queue sampler,
+/// each under a supervisor.
 pub(crate) struct QueueMaintainer<D: Driver> {
     scheduler: JobScheduler<D>,
     rescuer: JobRescuer<D>,
     cleaner: JobCleaner<D>,
     queue_cleaner: QueueCleaner<D>,
+    analyzer: Option<JobAnalyzer<D>>,
     periodic: PeriodicEnqueuer<D>,
     sampler: Option<QueueSampler<D>>,
     /// The client's queues, woken when the scheduler makes jobs of theirs available.
@@ -80,6 +85,10 @@ impl<D: Driver> QueueMaintainer<D> {
             sampler,
             cleaner: JobCleaner::new(driver.clone(), schema.clone(), config.cleaner)?,
             queue_cleaner: QueueCleaner::new(driver.clone(), schema.clone(), config.queue_cleaner)?,
+            analyzer: match config.analyzer {
+                Some(analyzer) => Some(JobAnalyzer::new(driver.clone(), schema.clone(), analyzer)?),
+                None => None,
+            },
             periodic: PeriodicEnqueuer::new(driver, schema, inserter, config.periodic)?,
             queues,
             backoff: config.supervisor_backoff,
@@ -122,6 +131,12 @@ impl<D: Driver> QueueMaintainer<D> {
             tasks.spawn(supervise("queue_cleaner", b, t.clone(), move || {
                 queue_cleaner.clone().run(t.clone())
             }));
+            if let Some(analyzer) = &self.analyzer {
+                let (analyzer, t) = (analyzer.clone(), term.clone());
+                tasks.spawn(supervise("job_analyzer", b, t.clone(), move || {
+                    analyzer.clone().run(t.clone())
+                }));
+            }
             let (periodic, t) = (self.periodic.clone(), term.clone());
             tasks.spawn(supervise("periodic_enqueuer", b, t.clone(), move || {
                 periodic.clone().run(t.clone())

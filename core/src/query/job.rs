@@ -816,6 +816,42 @@ pub(crate) fn job_schedule(schema: &Schema, lookahead: TimeDelta, limit: usize) 
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
+/// The job table's size against the size its statistics were taken at ([`job_table_growth`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TableGrowthRow {
+    /// Pages when the statistics were last taken (`relpages`).
+    pub(crate) stats_pages: i64,
+    /// Pages now.
+    pub(crate) pages: i64,
+    /// Whether the table has outgrown its statistics and may be analyzed now.
+    pub(crate) outgrown: bool,
+}
+
+impl FromRow for TableGrowthRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(TableGrowthRow {
+            stats_pages: row.take("stats_pages")?,
+            pages: row.take("pages")?,
+            outgrown: row.take("outgrown")?,
+        })
+    }
+}
+
+/// Whether the job table has grown to at least `min_pages` and `growth` times its size when its
+/// statistics were taken.
+pub(crate) fn job_table_growth(schema: &Schema, min_pages: i64, growth: i64) -> Statement {
+    schema
+        .statement(Query::JobTableGrowth)
+        .bind(schema.name())
+        .bind(min_pages)
+        .bind(growth)
+}
+
+/// Takes the job table's statistics again, unless a vacuum or analyze of it is under way.
+pub(crate) fn job_analyze(schema: &Schema) -> Statement {
+    schema.statement(Query::JobAnalyze)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

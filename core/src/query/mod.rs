@@ -18,13 +18,13 @@ pub(crate) use client::{
 };
 pub(crate) use job::{
     ClientIdRow, CompletedRow, CopyShape, FetchPosition, IdRow, InProgressRow, InsertedRow,
-    QueueCountRow, RescuedRow, SetStateParams, SetStateResult, WithXact, claimed_jobs,
-    claimed_position, job_cancel, job_copy_available, job_delete, job_delete_finalized,
-    job_get_available, job_get_by_id, job_get_cancel_requested, job_get_running_clients,
-    job_insert_many, job_insert_one, job_insert_plain_many, job_insert_unique_many, job_list,
-    job_list_page, job_notify_committed, job_notify_insert, job_reassert_running,
-    job_release_orphaned, job_release_pending, job_rescue, job_retry, job_schedule,
-    job_set_completed_many, job_set_state_if_running_many,
+    QueueCountRow, RescuedRow, SetStateParams, SetStateResult, TableGrowthRow, WithXact,
+    claimed_jobs, claimed_position, job_analyze, job_cancel, job_copy_available, job_delete,
+    job_delete_finalized, job_get_available, job_get_by_id, job_get_cancel_requested,
+    job_get_running_clients, job_insert_many, job_insert_one, job_insert_plain_many,
+    job_insert_unique_many, job_list, job_list_page, job_notify_committed, job_notify_insert,
+    job_reassert_running, job_release_orphaned, job_release_pending, job_rescue, job_retry,
+    job_schedule, job_set_completed_many, job_set_state_if_running_many, job_table_growth,
 };
 pub use job::{JobListPage, JobListParams};
 pub use job_bulk::{BulkAction, JobBatch};

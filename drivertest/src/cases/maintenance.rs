@@ -4,9 +4,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use pgmill::driver::Statement;
 use pgmill::driver::{Executor, Transaction};
 use pgmill::maintenance::{
-    JobCleaner, JobCleanerConfig, JobRescuer, JobRescuerConfig, QueueCleaner, QueueCleanerConfig,
+    JobAnalyzer, JobAnalyzerConfig, JobCleaner, JobCleanerConfig, JobRescuer, JobRescuerConfig,
+    QueueCleaner, QueueCleanerConfig,
 };
 use pgmill::{Client, InsertOpts, JobState};
 
@@ -407,4 +409,127 @@ pub async fn failing_services_recover_and_the_client_keeps_working<H: Harness>()
         calls.load(Ordering::SeqCst) >= 2,
         "the constructor was called again after the panic"
     );
+}
+
+/// The plan of `stale_claim` (prepared on `conn`) for a claim of 100 jobs from the head.
+async fn plan_of_stale_claim<C: Executor>(conn: &mut C) -> String {
+    let rows = conn
+        .query(&Statement::new(
+            "EXPLAIN EXECUTE stale_claim('default', 100, 'plan-probe', 1, 1::smallint, \
+             '-infinity', 0)",
+        ))
+        .await
+        .unwrap();
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|row| row.get::<String>("QUERY PLAN").unwrap())
+        .collect();
+    lines.join("\n")
+}
+
+/// The pages of the job table its statistics were last taken at (`relpages`).
+async fn stats_pages<H: Harness>(ctx: &TestContext<H::Driver>) -> i64 {
+    ctx.conn()
+        .await
+        .query_scalar(&ctx.stmt(
+            "SELECT relpages::int8 AS pages FROM pg_class WHERE oid = \
+             '{schema}.pgmill_job'::regclass",
+        ))
+        .await
+        .unwrap()
+}
+
+/// A claim prepared while the job table was empty keeps its generic plan, which scans the whole
+/// table for the claimed ids, after a burst of inserts grew the table (autovacuum is off for the
+/// table, as if its next look were still to come). The analyzer sees the table has outgrown its
+/// statistics and takes them again, and the claim is replanned to look its ids up in the primary
+/// key; with the statistics taken, its next pass does nothing. A started client's leader runs
+/// it: after the next burst the statistics are taken again without a call.
+pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::migrated::<H>().await;
+    ctx.script(
+        &ctx.schema
+            .render("ALTER TABLE {schema}.pgmill_job SET (autovacuum_enabled = false)"),
+    )
+    .await;
+    let analyzer = JobAnalyzer::new(
+        ctx.driver.clone(),
+        ctx.schema.clone(),
+        JobAnalyzerConfig::default(),
+    )
+    .unwrap();
+    let mut flat = JobAnalyzerConfig::default();
+    flat.growth = 1;
+    assert!(matches!(
+        JobAnalyzer::new(ctx.driver.clone(), ctx.schema.clone(), flat),
+        Err(pgmill::Error::InvalidConfig(_))
+    ));
+    let empty = analyzer.run_once().await.unwrap();
+    assert!(!empty.analyzed, "{empty:?}");
+
+    let mut conn = ctx.conn().await;
+    conn.execute_script(&format!(
+        "PREPARE stale_claim(text, bigint, text, bigint, smallint, timestamptz, bigint) AS {}",
+        ctx.schema.render(include_str!(
+            "../../../core/sql/job/job_get_available_after.sql"
+        ))
+    ))
+    .await
+    .unwrap();
+    // Five custom plans, then the generic one, kept.
+    for _ in 0..8 {
+        conn.execute_script(
+            "EXECUTE stale_claim('default', 100, 'plan-probe', 1, 1::smallint, '-infinity', 0)",
+        )
+        .await
+        .unwrap();
+    }
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_job (kind, args) \
+         SELECT 'task', jsonb_build_object('n', g) FROM generate_series(1, 20000) AS g",
+    ))
+    .await;
+    let stale = plan_of_stale_claim(&mut conn).await;
+    assert!(
+        stale.contains("Seq Scan on pgmill_job j"),
+        "the plan made on the empty table is kept:\n{stale}"
+    );
+
+    let grown = analyzer.run_once().await.unwrap();
+    assert!(
+        grown.analyzed && grown.stats_pages == 0 && grown.pages >= 32,
+        "{grown:?}"
+    );
+    let replanned = plan_of_stale_claim(&mut conn).await;
+    assert!(
+        replanned.contains("Index Scan using pgmill_job_pkey on pgmill_job j")
+            && !replanned.contains("Seq Scan"),
+        "{replanned}"
+    );
+    let again = analyzer.run_once().await.unwrap();
+    assert!(
+        !again.analyzed && again.stats_pages == grown.pages,
+        "{again:?} after {grown:?}"
+    );
+    conn.execute_script("DEALLOCATE stale_claim").await.unwrap();
+    drop(conn);
+
+    // The leader's analyzer, on the next burst (four times the table).
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_job (kind, args) \
+         SELECT 'task', jsonb_build_object('n', g) FROM generate_series(1, 80000) AS g",
+    ))
+    .await;
+    // A client leads only when it works a queue: one the burst's jobs are not in.
+    let client = test_client(&ctx)
+        .queue("idle", 1)
+        .worker(ScriptedWorker::ok())
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    wait_for("the leader analyzed the grown table", async || {
+        stats_pages::<H>(&ctx).await >= 4 * grown.pages
+    })
+    .await;
+    client.stop().await;
 }
