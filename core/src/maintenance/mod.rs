@@ -19,7 +19,7 @@ mod queue_maintainer;
 mod queue_sampler;
 
 pub use job_analyzer::{
-    DEFAULT_ANALYZER_GROWTH, DEFAULT_ANALYZER_INTERVAL, DEFAULT_ANALYZER_MIN_PAGES, JobAnalyzer,
+    DEFAULT_ANALYZER_GROWTH, DEFAULT_ANALYZER_INTERVAL, DEFAULT_ANALYZER_MIN_ROWS, JobAnalyzer,
     JobAnalyzerConfig, JobAnalyzerRunOnceResult,
 };
 pub use job_cleaner::{

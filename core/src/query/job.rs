@@ -816,13 +816,13 @@ pub(crate) fn job_schedule(schema: &Schema, lookahead: TimeDelta, limit: usize) 
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
-/// The job table's size against the size its statistics were taken at ([`job_table_growth`]).
+/// The job table's live rows against the rows of its statistics ([`job_table_growth`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TableGrowthRow {
-    /// Pages when the statistics were last taken (`relpages`).
-    pub(crate) stats_pages: i64,
-    /// Pages now.
-    pub(crate) pages: i64,
+    /// Rows when the statistics were last taken (`reltuples`, 0 before the first).
+    pub(crate) stats_rows: i64,
+    /// Live rows now, as the statistics system counts them (`n_live_tup`).
+    pub(crate) live_rows: i64,
     /// Whether the table has outgrown its statistics and may be analyzed now.
     pub(crate) outgrown: bool,
 }
@@ -830,20 +830,20 @@ pub(crate) struct TableGrowthRow {
 impl FromRow for TableGrowthRow {
     fn from_row(mut row: Row) -> Result<Self> {
         Ok(TableGrowthRow {
-            stats_pages: row.take("stats_pages")?,
-            pages: row.take("pages")?,
+            stats_rows: row.take("stats_rows")?,
+            live_rows: row.take("live_rows")?,
             outgrown: row.take("outgrown")?,
         })
     }
 }
 
-/// Whether the job table has grown to at least `min_pages` and `growth` times its size when its
-/// statistics were taken.
-pub(crate) fn job_table_growth(schema: &Schema, min_pages: i64, growth: i64) -> Statement {
+/// Whether the job table's live rows are at least `min_rows` and `growth` times the rows of its
+/// statistics.
+pub(crate) fn job_table_growth(schema: &Schema, min_rows: i64, growth: i64) -> Statement {
     schema
         .statement(Query::JobTableGrowth)
         .bind(schema.name())
-        .bind(min_pages)
+        .bind(min_rows)
         .bind(growth)
 }
 

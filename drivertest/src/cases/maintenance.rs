@@ -7,8 +7,8 @@ use std::time::Duration;
 use pgmill::driver::Statement;
 use pgmill::driver::{Executor, Transaction};
 use pgmill::maintenance::{
-    JobAnalyzer, JobAnalyzerConfig, JobCleaner, JobCleanerConfig, JobRescuer, JobRescuerConfig,
-    QueueCleaner, QueueCleanerConfig,
+    JobAnalyzer, JobAnalyzerConfig, JobAnalyzerRunOnceResult, JobCleaner, JobCleanerConfig,
+    JobRescuer, JobRescuerConfig, QueueCleaner, QueueCleanerConfig,
 };
 use pgmill::{Client, InsertOpts, JobState};
 
@@ -427,24 +427,40 @@ async fn plan_of_stale_claim<C: Executor>(conn: &mut C) -> String {
     lines.join("\n")
 }
 
-/// The pages of the job table its statistics were last taken at (`relpages`).
-async fn stats_pages<H: Harness>(ctx: &TestContext<H::Driver>) -> i64 {
+/// The rows of the job table its statistics were last taken with (`reltuples`).
+async fn stats_rows<H: Harness>(ctx: &TestContext<H::Driver>) -> i64 {
     ctx.conn()
         .await
         .query_scalar(&ctx.stmt(
-            "SELECT relpages::int8 AS pages FROM pg_class WHERE oid = \
-             '{schema}.pgmill_job'::regclass",
+            "SELECT reltuples::int8 AS n FROM pg_class WHERE oid = '{schema}.pgmill_job'::regclass",
         ))
         .await
         .unwrap()
 }
 
+/// The analyzer's passes until one analyzes (the live rows it goes by are counted once the
+/// inserting transaction's statistics reach the server, within about a second).
+async fn analyzed_pass<D: pgmill::driver::Driver>(
+    analyzer: &JobAnalyzer<D>,
+) -> JobAnalyzerRunOnceResult {
+    let found = std::sync::Mutex::new(None);
+    wait_for("an analyzer pass that analyzes", async || {
+        let r = analyzer.run_once().await.unwrap();
+        let analyzed = r.analyzed;
+        *found.lock().unwrap() = Some(r);
+        analyzed
+    })
+    .await;
+    found.into_inner().unwrap().unwrap()
+}
+
 /// A claim prepared while the job table was empty keeps its generic plan, which scans the whole
 /// table for the claimed ids, after a burst of inserts grew the table (autovacuum is off for the
-/// table, as if its next look were still to come). The analyzer sees the table has outgrown its
-/// statistics and takes them again, and the claim is replanned to look its ids up in the primary
-/// key; with the statistics taken, its next pass does nothing. A started client's leader runs
-/// it: after the next burst the statistics are taken again without a call.
+/// table, as if its next look were still to come). The analyzer sees the table's live rows have
+/// outgrown its statistics and takes them again, and the claim is replanned to look its ids up
+/// in the primary key; with the statistics taken, its next pass does nothing. A started client's
+/// leader runs it: statistics taken while a large insert was uncommitted (which count none of
+/// its rows) are taken again once it has committed, without a call.
 pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H: Harness>() {
     let ctx = TestContext::<H::Driver>::migrated::<H>().await;
     ctx.script(
@@ -452,18 +468,18 @@ pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H
             .render("ALTER TABLE {schema}.pgmill_job SET (autovacuum_enabled = false)"),
     )
     .await;
-    let analyzer = JobAnalyzer::new(
-        ctx.driver.clone(),
-        ctx.schema.clone(),
-        JobAnalyzerConfig::default(),
-    )
-    .unwrap();
     let mut flat = JobAnalyzerConfig::default();
     flat.growth = 1;
     assert!(matches!(
         JobAnalyzer::new(ctx.driver.clone(), ctx.schema.clone(), flat),
         Err(pgmill::Error::InvalidConfig(_))
     ));
+    let analyzer = JobAnalyzer::new(
+        ctx.driver.clone(),
+        ctx.schema.clone(),
+        JobAnalyzerConfig::default(),
+    )
+    .unwrap();
     let empty = analyzer.run_once().await.unwrap();
     assert!(!empty.analyzed, "{empty:?}");
 
@@ -495,9 +511,9 @@ pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H
         "the plan made on the empty table is kept:\n{stale}"
     );
 
-    let grown = analyzer.run_once().await.unwrap();
+    let grown = analyzed_pass(&analyzer).await;
     assert!(
-        grown.analyzed && grown.stats_pages == 0 && grown.pages >= 32,
+        grown.stats_rows == 0 && grown.live_rows == 20_000,
         "{grown:?}"
     );
     let replanned = plan_of_stale_claim(&mut conn).await;
@@ -508,27 +524,33 @@ pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H
     );
     let again = analyzer.run_once().await.unwrap();
     assert!(
-        !again.analyzed && again.stats_pages == grown.pages,
+        !again.analyzed && again.stats_rows == 20_000,
         "{again:?} after {grown:?}"
     );
     conn.execute_script("DEALLOCATE stale_claim").await.unwrap();
-    drop(conn);
 
-    // The leader's analyzer, on the next burst (four times the table).
-    ctx.script(&ctx.schema.render(
-        "INSERT INTO {schema}.pgmill_job (kind, args) \
-         SELECT 'task', jsonb_build_object('n', g) FROM generate_series(1, 80000) AS g",
-    ))
-    .await;
-    // A client leads only when it works a queue: one the burst's jobs are not in.
+    // The leader's analyzer. Statistics taken while 100,000 more rows are uncommitted count only
+    // the 20,000 committed ones.
     let client = test_client(&ctx)
         .queue("idle", 1)
         .worker(ScriptedWorker::ok())
         .build()
         .unwrap();
     client.start().await.unwrap();
-    wait_for("the leader analyzed the grown table", async || {
-        stats_pages::<H>(&ctx).await >= 4 * grown.pages
+    conn.execute_script(&ctx.schema.render(
+        "BEGIN; INSERT INTO {schema}.pgmill_job (kind, args) \
+         SELECT 'task', jsonb_build_object('n', g) FROM generate_series(1, 100000) AS g",
+    ))
+    .await
+    .unwrap();
+    ctx.script(&ctx.schema.render("ANALYZE {schema}.pgmill_job"))
+        .await;
+    let during = stats_rows::<H>(&ctx).await;
+    assert!(during <= 20_000, "{during} rows counted before the commit");
+    conn.execute_script("COMMIT").await.unwrap();
+    drop(conn);
+    wait_for("the leader analyzed the committed rows", async || {
+        stats_rows::<H>(&ctx).await >= 100_000
     })
     .await;
     client.stop().await;
