@@ -19,6 +19,12 @@
 //!   batch of whatever is waiting (up to 2,000).
 //! - w4: the inserter's `INSERT` sends `pg_notify` in the same statement; a listening connection
 //!   wakes the fetcher, which claims with the same statement and completes what it claimed.
+//! - w5: w3's queue, started on the empty table; the trickle's jobs inserted one by one with the
+//!   prepared `INSERT`, each waking the fetcher (which otherwise claims every 50 ms); the burst
+//!   one `COPY`, then `ANALYZE` of the table, then a wake. The `ANALYZE` is what a hand-written
+//!   queue must do after a burst: its prepared statements' plans were made on the small table and
+//!   keep scanning the table for the claimed and completed ids until the table's statistics
+//!   change.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,7 +47,7 @@ use crate::progress::Progress;
 use crate::stopwatch::{MachineMeter, Stopwatch};
 use crate::{
     BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Scenario,
-    Workload,
+    TRICKLE, TRICKLE_INTERVAL, Workload,
 };
 
 /// Jobs one claim of the ceiling takes.
@@ -97,6 +103,7 @@ impl Contender for CeilingBench<'_> {
             }
             Workload::W3Work => self.work(schema, scenario).await,
             Workload::W4Latency => self.latency(schema, opts).await,
+            Workload::W5Burst => self.burst(schema, scenario).await,
         }
     }
 }
@@ -422,6 +429,153 @@ impl CeilingBench<'_> {
             .map_err(|e| BenchError::context("ceiling completer", e))??;
         let measurement = stopwatch.stop(n).await;
         progress.finish();
+        if completed != n {
+            return Err(BenchError::new(format!(
+                "ceiling completed {completed} rows for {n} jobs"
+            )));
+        }
+        Ok(Run {
+            measurement,
+            ledger: Some(ledger),
+        })
+    }
+
+    /// w5: w3's queue started on the empty table, [`TRICKLE`] jobs inserted one by one, then the
+    /// rest in one `COPY`, followed by `ANALYZE`; timed from the `COPY` until all are completed.
+    async fn burst(&self, schema: &Schema, scenario: &Scenario) -> Result<Run, BenchError> {
+        let n = scenario.jobs.max(TRICKLE + 1);
+        let ledger = Arc::new(ExecutionLedger::new(n));
+        let fetcher = self.db.connect().await?;
+        let claim_stmt = fetcher
+            .prepare_typed(
+                &claim_after_sql(schema),
+                &[Type::INT8, Type::INT2, Type::TIMESTAMPTZ, Type::INT8],
+            )
+            .await?;
+        let completer = self.db.connect().await?;
+        let complete_stmt = completer
+            .prepare_typed(&complete_sql(schema), &[Type::INT8_ARRAY])
+            .await?;
+        let inserter = self.db.connect().await?;
+        let insert_stmt = inserter
+            .prepare_typed(
+                &format!(
+                    "INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2)",
+                    schema.quoted()
+                ),
+                &[Type::TEXT, Type::JSONB],
+            )
+            .await?;
+        let max_batch = CompleterConfig::default().max_batch;
+        let (job_tx, job_rx) = flume::bounded::<(i64, u64)>(PREFETCH);
+        let (done_tx, mut done_rx) = mpsc::channel::<i64>(CompleterConfig::default().buffer);
+        let completed = Arc::new(AtomicU64::new(0));
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let progress = Progress::bar(n, "ceiling: trickle, then burst");
+        let completing = {
+            let (progress, completed) = (progress.clone(), Arc::clone(&completed));
+            tokio::spawn(async move {
+                let mut batch = Vec::with_capacity(max_batch);
+                while completed.load(Ordering::Relaxed) < n {
+                    let first = tokio::time::timeout(STALL_TIMEOUT, done_rx.recv()).await;
+                    let Ok(Some(first)) = first else {
+                        return Err(BenchError::new(format!(
+                            "ceiling stalled: {} of {n} jobs completed",
+                            completed.load(Ordering::Relaxed)
+                        )));
+                    };
+                    batch.push(first);
+                    while batch.len() < max_batch {
+                        match done_rx.try_recv() {
+                            Ok(id) => batch.push(id),
+                            Err(_) => break,
+                        }
+                    }
+                    let rows = completer.execute(&complete_stmt, &[&batch]).await?;
+                    progress.set(completed.fetch_add(rows, Ordering::Relaxed) + rows);
+                    batch.clear();
+                }
+                Ok(())
+            })
+        };
+        let executors = spawn_executors(scenario.workers(), job_rx, done_tx, &ledger);
+        // Set from just before the burst's COPY until its ANALYZE is done: the fetcher does not
+        // claim with plans about to be replaced.
+        let bursting = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let fetching = {
+            let (wake, bursting) = (Arc::clone(&wake), Arc::clone(&bursting));
+            tokio::spawn(async move {
+                // Before every job: priorities are never i16::MIN.
+                let mut position: FetchPosition = (i16::MIN, chrono::DateTime::UNIX_EPOCH, 0);
+                let mut claimed = 0;
+                while claimed < n {
+                    if bursting.load(Ordering::Acquire) {
+                        wake.notified().await;
+                        continue;
+                    }
+                    let jobs =
+                        claim_after(&fetcher, &claim_stmt, CLAIM_BATCH, &mut position).await?;
+                    let got = jobs.len();
+                    claimed += u64::try_from(got).unwrap_or(u64::MAX);
+                    for job in jobs {
+                        job_tx
+                            .send_async(job)
+                            .await
+                            .map_err(|_| BenchError::new("ceiling executors ended early"))?;
+                    }
+                    if got < CLAIM_BATCH && claimed < n {
+                        let _ = tokio::time::timeout(
+                            std::time::Duration::from_millis(50),
+                            wake.notified(),
+                        )
+                        .await;
+                    }
+                }
+                Ok::<(), BenchError>(())
+            })
+        };
+        for i in 0..TRICKLE {
+            let args = serde_json::json!({ "i": i });
+            inserter
+                .execute(&insert_stmt, &[&BenchJob::KIND, &args])
+                .await?;
+            wake.notify_one();
+            tokio::time::sleep(TRICKLE_INTERVAL).await;
+        }
+        let trickled = Instant::now();
+        while completed.load(Ordering::Relaxed) < TRICKLE {
+            if trickled.elapsed() > STALL_TIMEOUT {
+                return Err(BenchError::new("ceiling: the trickle was not completed"));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        bursting.store(true, Ordering::Release);
+        let stopwatch = Stopwatch::start(self.db).await;
+        let queue = format!(
+            "COPY {}.pgmill_job (kind, args) FROM STDIN",
+            schema.quoted()
+        );
+        let spinner = Progress::spinner("ceiling: burst");
+        copy_rows(&inserter, &queue, n - TRICKLE, &spinner, |i, buf| {
+            copy_row(i + TRICKLE, buf);
+        })
+        .await?;
+        spinner.finish();
+        inserter
+            .batch_execute(&format!("ANALYZE {}.pgmill_job", schema.quoted()))
+            .await?;
+        bursting.store(false, Ordering::Release);
+        wake.notify_one();
+        fetching
+            .await
+            .map_err(|e| BenchError::context("ceiling fetcher", e))??;
+        join_all(executors).await?;
+        completing
+            .await
+            .map_err(|e| BenchError::context("ceiling completer", e))??;
+        let measurement = stopwatch.stop(n - TRICKLE).await;
+        progress.finish();
+        let completed = completed.load(Ordering::Relaxed);
         if completed != n {
             return Err(BenchError::new(format!(
                 "ceiling completed {completed} rows for {n} jobs"

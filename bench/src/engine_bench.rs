@@ -20,7 +20,7 @@ use crate::progress::Progress;
 use crate::stopwatch::{MachineMeter, Stopwatch};
 use crate::{
     BenchOptions, Contender, IDLE_BEFORE_LATENCY, INSERT_TASKS, Run, STALL_TIMEOUT, Scenario,
-    Workload,
+    TRICKLE, TRICKLE_INTERVAL, Workload,
 };
 
 /// pgmill on one driver.
@@ -58,6 +58,7 @@ impl<D: HostInsert> Contender for EngineBench<'_, D> {
             Workload::W2InsertTx => self.insert_single(schema, n, true, opts).await,
             Workload::W3Work => self.work(schema, scenario).await,
             Workload::W4Latency => self.latency(schema, scenario, opts).await,
+            Workload::W5Burst => self.burst(schema, scenario).await,
         }
     }
 }
@@ -188,12 +189,32 @@ impl<D: HostInsert> EngineBench<'_, D> {
         let progress = Progress::bar(n, format!("{}: working", self.name));
         let stopwatch = Stopwatch::start(self.db).await;
         client.start().await?;
+        self.wait_for_outcomes(&client, n, &ledger, &progress)
+            .await?;
+        let measurement = stopwatch.stop(n).await;
+        progress.finish();
+        client.stop().await;
+        Ok(Run {
+            measurement,
+            ledger: Some(ledger),
+        })
+    }
+
+    /// Waits until `client` has recorded `n` outcomes, showing them on `progress`; fails (and
+    /// stops the client) when none is recorded for [`STALL_TIMEOUT`].
+    async fn wait_for_outcomes(
+        &self,
+        client: &Client<D>,
+        n: u64,
+        ledger: &ExecutionLedger,
+        progress: &Progress,
+    ) -> Result<(), BenchError> {
         let mut last = (0, Instant::now());
         loop {
             let done = client.stats().recorded_outcomes;
             progress.set(done);
             if done >= n {
-                break;
+                return Ok(());
             }
             if done != last.0 {
                 last = (done, Instant::now());
@@ -211,7 +232,35 @@ impl<D: HostInsert> EngineBench<'_, D> {
             // times a second on the two cores the run shares.
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let measurement = stopwatch.stop(n).await;
+    }
+
+    /// w5: a client started on the empty queue; [`TRICKLE`] jobs inserted one by one, one every
+    /// [`TRICKLE_INTERVAL`], and worked (the client's claims and completions run, and are
+    /// planned, on the small table); then the other n - [`TRICKLE`] jobs inserted by one
+    /// `insert_bulk`, timed from the call until the client has recorded all n outcomes.
+    async fn burst(&self, schema: &Schema, scenario: &Scenario) -> Result<Run, BenchError> {
+        let n = scenario.jobs.max(TRICKLE + 1);
+        let ledger = Arc::new(ExecutionLedger::new(n));
+        let worker = BenchWorker {
+            ledger: Arc::clone(&ledger),
+            starts: None,
+        };
+        let client = self.worker_client(schema, scenario, worker)?;
+        client.start().await?;
+        let progress = Progress::bar(n, format!("{}: trickle, then burst", self.name));
+        for i in 0..TRICKLE {
+            client.insert(BenchJob { i }).await?;
+            tokio::time::sleep(TRICKLE_INTERVAL).await;
+        }
+        self.wait_for_outcomes(&client, TRICKLE, &ledger, &progress)
+            .await?;
+        let burst: Vec<InsertParams> =
+            bench_params(n)?.split_off(usize::try_from(TRICKLE).unwrap_or(usize::MAX));
+        let stopwatch = Stopwatch::start(self.db).await;
+        client.insert_bulk(&burst).await?;
+        self.wait_for_outcomes(&client, n, &ledger, &progress)
+            .await?;
+        let measurement = stopwatch.stop(n - TRICKLE).await;
         progress.finish();
         client.stop().await;
         Ok(Run {

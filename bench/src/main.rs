@@ -43,7 +43,8 @@ use clap::Parser;
 pub(crate) use self::contender::{Contender, Run};
 pub(crate) use self::driver_choice::DriverChoice;
 pub(crate) use self::workload::{
-    BenchOptions, IDLE_BEFORE_LATENCY, INSERT_TASKS, STALL_TIMEOUT, Scenario, Workload,
+    BenchOptions, IDLE_BEFORE_LATENCY, INSERT_TASKS, STALL_TIMEOUT, Scenario, TRICKLE,
+    TRICKLE_INTERVAL, Workload,
 };
 
 use self::bench_database::BenchDatabase;

@@ -9,6 +9,11 @@ use clap::ValueEnum;
 pub(crate) const INSERT_TASKS: usize = 8;
 /// How long the latency workload leaves the workers idle before the first insert.
 pub(crate) const IDLE_BEFORE_LATENCY: Duration = Duration::from_secs(1);
+/// Jobs w5_burst inserts one by one before its burst, one every [`TRICKLE_INTERVAL`].
+pub(crate) const TRICKLE: u64 = 40;
+/// Time between w5_burst's trickled inserts: 40 over 10 s, so a queue's claims and completions
+/// have run (and been planned) many times on the small table when the burst comes.
+pub(crate) const TRICKLE_INTERVAL: Duration = Duration::from_millis(250);
 /// A run making no progress for this long fails.
 pub(crate) const STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -34,17 +39,22 @@ pub(crate) enum Workload {
     /// Commit-to-start latency with idle listening workers.
     #[value(name = "w4_latency")]
     W4Latency,
+    /// A started client's queue, empty but for a trickle of jobs one by one (its statements
+    /// planned on the small table), then n jobs inserted in one call and worked through.
+    #[value(name = "w5_burst")]
+    W5Burst,
 }
 
 impl Workload {
     /// Every workload, in order.
-    pub(crate) const ALL: [Workload; 6] = [
+    pub(crate) const ALL: [Workload; 7] = [
         Workload::W1InsertBulk,
         Workload::W1InsertBatches,
         Workload::W2InsertSingle,
         Workload::W2InsertTx,
         Workload::W3Work,
         Workload::W4Latency,
+        Workload::W5Burst,
     ];
 
     /// The name in results.
@@ -56,12 +66,16 @@ impl Workload {
             Workload::W2InsertTx => "w2_insert_tx",
             Workload::W3Work => "w3_work",
             Workload::W4Latency => "w4_latency",
+            Workload::W5Burst => "w5_burst",
         }
     }
 
     /// True for the workloads that run jobs (and so have workers).
     pub(crate) fn works(self) -> bool {
-        matches!(self, Workload::W3Work | Workload::W4Latency)
+        matches!(
+            self,
+            Workload::W3Work | Workload::W4Latency | Workload::W5Burst
+        )
     }
 
     /// The scenarios of this workload under `opts`: one per worker count for the working

@@ -33,9 +33,9 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
-    // Six workloads for the ceiling and sqlx, plus the NOTIFY-per-insert reference of w2 and
+    // Seven workloads for the ceiling and sqlx, plus the NOTIFY-per-insert reference of w2 and
     // the hand-written insert on sqlx of w2_insert_tx.
-    assert_eq!(lines.len(), 14, "{stdout}");
+    assert_eq!(lines.len(), 16, "{stdout}");
     let mut seen = BTreeSet::new();
     for line in &lines {
         let driver = line["driver"].as_str().unwrap();
@@ -46,7 +46,7 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
         );
         assert!(line["n"].as_u64().unwrap() > 0, "{line}");
         assert!(line["ceiling_ratio"].as_f64().unwrap() > 0.0, "{line}");
-        if workload == "w3_work" || workload == "w4_latency" {
+        if ["w3_work", "w4_latency", "w5_burst"].contains(&workload) {
             assert_eq!(line["workers"], 4, "{line}");
         }
         if workload == "w4_latency" {
@@ -66,7 +66,7 @@ fn bench_prints_one_json_line_per_result_after_checking_every_job() {
         }
         seen.insert((driver.to_owned(), workload.to_owned()));
     }
-    assert_eq!(seen.len(), 14, "{seen:?}");
+    assert_eq!(seen.len(), 16, "{seen:?}");
     let w2 = lines
         .iter()
         .find(|l| l["workload"] == "w2_insert_single" && l["driver"] == "sqlx")

@@ -6,17 +6,22 @@
 //! at that size, and keeps doing so when a burst of inserts grows the table a thousandfold: a
 //! 100-job claim from 20,000 queued took 18.7 ms instead of 2.2 ms. Statistics taken while a
 //! large insert was still uncommitted are worse: they count none of its rows, and the planner
-//! takes the full table for an empty one (a 100-job claim from 200,000 queued: 502 ms). Either
+//! takes the full table for a nearly empty one (a 100-job claim from 200,000 queued: 502 ms). Either
 //! lasts until autovacuum's next `ANALYZE`, up to `autovacuum_naptime` later (a minute by
-//! default, longer on a busy server). The analyzer compares the table's live rows, as the
-//! statistics system counts them, with the rows of its statistics every interval, and runs
+//! default, longer on a busy server). Every interval the analyzer compares the table's rows (its
+//! inserts less its deletes, from the statistics system's cumulative counters, which no
+//! `ANALYZE` overwrites) with the rows the planner estimates from the statistics, and runs
 //! `ANALYZE` as soon as they are several times as many, which makes every session replan its
 //! statements on the table.
 //!
-//! Cheap when nothing grew: one look at `pg_class` and the table's row counters. Growth by a
-//! factor means a table that grows steadily is analyzed a handful of times over its whole
-//! growth, and autovacuum, which analyzes after every 10 % of change, usually gets there first.
+//! Cheap when nothing grew: one look at `pg_class`, the table's size and its row counters.
+//! Growth by a factor means a table that grows steadily is analyzed a handful of times over its
+//! whole growth, and autovacuum, which analyzes after every 10 % of change, usually gets there
+//! first. Its own last `ANALYZE` counts as well: counters that overstate the rows (after a
+//! `TRUNCATE`) bring one `ANALYZE`, not one a pass.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -47,11 +52,12 @@ const ANALYZE_TIMEOUT: Duration = Duration::from_secs(300);
 pub struct JobAnalyzerConfig {
     /// Time between looks at the table's size. Default 1 s.
     pub interval: Duration,
-    /// The table is analyzed only once it has at least this many live rows. Default 1,000.
+    /// The table is analyzed only once it has at least this many rows. Default 1,000.
     pub min_rows: u64,
-    /// The table is analyzed once its live rows are at least this many times the rows its
-    /// statistics were taken with (by autovacuum, by anyone's `ANALYZE` or `VACUUM`, or by this
-    /// analyzer). Default 4.
+    /// The table is analyzed once its rows are at least this many times the rows the planner
+    /// estimates from its statistics (taken by autovacuum, by anyone's `ANALYZE` or `VACUUM`, or
+    /// by this analyzer), and this many times the rows at this analyzer's last `ANALYZE`.
+    /// Default 4.
     pub growth: u32,
 }
 
@@ -72,16 +78,21 @@ pub struct JobAnalyzerRunOnceResult {
     /// The table's rows when its statistics were last taken, before this pass (0 before the
     /// first).
     pub stats_rows: i64,
-    /// The table's live rows now, as the statistics system counts them (`n_live_tup`, updated
-    /// when the writing transactions have committed, within about a second).
+    /// The rows the planner estimated before this pass: the statistics' rows per page times the
+    /// table's pages now.
+    pub planned_rows: i64,
+    /// The table's rows now: its inserts less its deletes, as the statistics system counts them
+    /// (when the writing transactions have ended, within about a second; rolled-back inserts
+    /// count too).
     pub live_rows: i64,
     /// Whether this pass ran `ANALYZE` on the table.
     pub analyzed: bool,
 }
 
 /// Runs `ANALYZE` on the job table when it has outgrown the statistics its prepared statements'
-/// plans were made from: at least [`min_rows`](JobAnalyzerConfig::min_rows) live rows, and
-/// [`growth`](JobAnalyzerConfig::growth) times the rows of the last statistics. Never while a
+/// plans were made from: at least [`min_rows`](JobAnalyzerConfig::min_rows) rows, and
+/// [`growth`](JobAnalyzerConfig::growth) times the rows the planner estimates from its statistics
+/// (and the rows at this analyzer's last `ANALYZE`). Never while a
 /// `VACUUM` or `ANALYZE` of the table is under way, and never when the client's role may not
 /// analyze the table (only the owner's role's members may), so it never waits on a lock and
 /// never fills the server's log with warnings.
@@ -90,6 +101,8 @@ pub struct JobAnalyzer<D: Driver> {
     driver: D,
     schema: Schema,
     config: JobAnalyzerConfig,
+    /// The table's rows when this analyzer (or a clone) last ran `ANALYZE`, 0 before.
+    last_rows: Arc<AtomicI64>,
 }
 
 impl<D: Driver> JobAnalyzer<D> {
@@ -108,11 +121,11 @@ impl<D: Driver> JobAnalyzer<D> {
             driver,
             schema,
             config,
+            last_rows: Arc::default(),
         })
     }
 
-    /// One pass: a look at the table's live rows, and `ANALYZE` when it has outgrown its
-    /// statistics.
+    /// One pass: a look at the table's rows, and `ANALYZE` when it has outgrown its statistics.
     ///
     /// # Errors
     ///
@@ -125,6 +138,7 @@ impl<D: Driver> JobAnalyzer<D> {
             &self.schema,
             i64::try_from(self.config.min_rows).unwrap_or(i64::MAX),
             i64::from(self.config.growth),
+            self.last_rows.load(Ordering::Relaxed),
         );
         let growth: Vec<TableGrowthRow> = tokio::time::timeout(LOOK_TIMEOUT, conn.query_as(&look))
             .await
@@ -137,6 +151,7 @@ impl<D: Driver> JobAnalyzer<D> {
         };
         let mut result = JobAnalyzerRunOnceResult {
             stats_rows: growth.stats_rows,
+            planned_rows: growth.planned_rows,
             live_rows: growth.live_rows,
             analyzed: false,
         };
@@ -144,6 +159,7 @@ impl<D: Driver> JobAnalyzer<D> {
             tokio::time::timeout(ANALYZE_TIMEOUT, conn.execute(&job_analyze(&self.schema)))
                 .await
                 .map_err(|_| Error::Timeout("job analyzer ANALYZE"))??;
+            self.last_rows.store(growth.live_rows, Ordering::Relaxed);
             result.analyzed = true;
         }
         Ok(result)
@@ -155,7 +171,7 @@ impl<D: Driver> JobAnalyzer<D> {
             loop {
                 match self.run_once().await {
                     Ok(r) if r.analyzed => info!(
-                        stats_rows = r.stats_rows,
+                        planned_rows = r.planned_rows,
                         live_rows = r.live_rows,
                         "analyzed the job table: it outgrew the statistics its plans were made from"
                     ),
