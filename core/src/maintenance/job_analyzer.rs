@@ -10,11 +10,10 @@
 //! lasts until autovacuum's next `ANALYZE`, up to `autovacuum_naptime` later (a minute by
 //! default, longer on a busy server). Every interval the analyzer compares the table's rows (its
 //! inserts less its deletes, from the statistics system's cumulative counters, which no
-//! `ANALYZE` overwrites) with the rows the planner estimates from the statistics, and runs
-//! `ANALYZE` as soon as they are several times as many, which makes every session replan its
-//! statements on the table.
+//! `ANALYZE` overwrites) with the rows of its statistics, and runs `ANALYZE` as soon as they are
+//! several times as many, which makes every session replan its statements on the table.
 //!
-//! Cheap when nothing grew: one look at `pg_class`, the table's size and its row counters.
+//! Cheap when nothing grew: one look at `pg_class` and the table's row counters.
 //! Growth by a factor means a table that grows steadily is analyzed a handful of times over its
 //! whole growth, and autovacuum, which analyzes after every 10 % of change, usually gets there
 //! first. Its own last `ANALYZE` counts as well: counters that overstate the rows (after a
@@ -54,10 +53,9 @@ pub struct JobAnalyzerConfig {
     pub interval: Duration,
     /// The table is analyzed only once it has at least this many rows. Default 1,000.
     pub min_rows: u64,
-    /// The table is analyzed once its rows are at least this many times the rows the planner
-    /// estimates from its statistics (taken by autovacuum, by anyone's `ANALYZE` or `VACUUM`, or
-    /// by this analyzer), and this many times the rows at this analyzer's last `ANALYZE`.
-    /// Default 4.
+    /// The table is analyzed once its rows are at least this many times the rows its statistics
+    /// were taken with (by autovacuum, by anyone's `ANALYZE` or `VACUUM`, or by this analyzer),
+    /// and this many times the rows at this analyzer's last `ANALYZE`. Default 4.
     pub growth: u32,
 }
 
@@ -78,9 +76,6 @@ pub struct JobAnalyzerRunOnceResult {
     /// The table's rows when its statistics were last taken, before this pass (0 before the
     /// first).
     pub stats_rows: i64,
-    /// The rows the planner estimated before this pass: the statistics' rows per page times the
-    /// table's pages now.
-    pub planned_rows: i64,
     /// The table's rows now: its inserts less its deletes, as the statistics system counts them
     /// (when the writing transactions have ended, within about a second; rolled-back inserts
     /// count too).
@@ -91,8 +86,8 @@ pub struct JobAnalyzerRunOnceResult {
 
 /// Runs `ANALYZE` on the job table when it has outgrown the statistics its prepared statements'
 /// plans were made from: at least [`min_rows`](JobAnalyzerConfig::min_rows) rows, and
-/// [`growth`](JobAnalyzerConfig::growth) times the rows the planner estimates from its statistics
-/// (and the rows at this analyzer's last `ANALYZE`). Never while a
+/// [`growth`](JobAnalyzerConfig::growth) times the rows of its last statistics (and the rows at
+/// this analyzer's last `ANALYZE`). Never while a
 /// `VACUUM` or `ANALYZE` of the table is under way, and never when the client's role may not
 /// analyze the table (only the owner's role's members may), so it never waits on a lock and
 /// never fills the server's log with warnings.
@@ -151,7 +146,6 @@ impl<D: Driver> JobAnalyzer<D> {
         };
         let mut result = JobAnalyzerRunOnceResult {
             stats_rows: growth.stats_rows,
-            planned_rows: growth.planned_rows,
             live_rows: growth.live_rows,
             analyzed: false,
         };
@@ -171,7 +165,7 @@ impl<D: Driver> JobAnalyzer<D> {
             loop {
                 match self.run_once().await {
                     Ok(r) if r.analyzed => info!(
-                        planned_rows = r.planned_rows,
+                        stats_rows = r.stats_rows,
                         live_rows = r.live_rows,
                         "analyzed the job table: it outgrew the statistics its plans were made from"
                     ),

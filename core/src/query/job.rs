@@ -816,13 +816,11 @@ pub(crate) fn job_schedule(schema: &Schema, lookahead: TimeDelta, limit: usize) 
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
-/// The job table's rows against the planner's estimate of them ([`job_table_growth`]).
+/// The job table's rows against the rows of its statistics ([`job_table_growth`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TableGrowthRow {
     /// Rows when the statistics were last taken (`reltuples`, 0 before the first).
     pub(crate) stats_rows: i64,
-    /// Rows the planner estimates now: the statistics' rows per page times the pages now.
-    pub(crate) planned_rows: i64,
     /// Rows now: inserts less deletes, as the statistics system counts them.
     pub(crate) live_rows: i64,
     /// Whether the table has outgrown its statistics and may be analyzed now.
@@ -833,15 +831,15 @@ impl FromRow for TableGrowthRow {
     fn from_row(mut row: Row) -> Result<Self> {
         Ok(TableGrowthRow {
             stats_rows: row.take("stats_rows")?,
-            planned_rows: row.take("planned_rows")?,
             live_rows: row.take("live_rows")?,
             outgrown: row.take("outgrown")?,
         })
     }
 }
 
-/// Whether the job table's rows are at least `min_rows`, `growth` times the planner's estimate,
-/// and `growth` times `last_rows` (the rows at the caller's last `ANALYZE`, 0 for none).
+/// Whether the job table's rows are at least `min_rows`, `growth` times the rows of its
+/// statistics, and `growth` times `last_rows` (the rows at the caller's last `ANALYZE`, 0 for
+/// none).
 pub(crate) fn job_table_growth(
     schema: &Schema,
     min_rows: i64,
