@@ -255,6 +255,83 @@ pub(crate) fn spawn_executors(
     executors
 }
 
+/// The tasks of a w3 or w5 run that outlive its fetcher.
+struct WorkTasks {
+    executors: JoinSet<Result<(), BenchError>>,
+    completing: tokio::task::JoinHandle<Result<(), BenchError>>,
+    /// Jobs the completer has marked completed.
+    completed: Arc<AtomicU64>,
+}
+
+/// The end of a w3 or w5 run: the executors and the completer done, the stopwatch stopped for
+/// `timed` jobs, and every one of the `n` completed.
+async fn finish_work(
+    WorkTasks {
+        executors,
+        completing,
+        completed,
+    }: WorkTasks,
+    stopwatch: Stopwatch<'_>,
+    n: u64,
+    timed: u64,
+    progress: Progress,
+    ledger: Arc<ExecutionLedger>,
+) -> Result<Run, BenchError> {
+    join_all(executors).await?;
+    completing
+        .await
+        .map_err(|e| BenchError::context("ceiling completer", e))??;
+    let measurement = stopwatch.stop(timed).await;
+    progress.finish();
+    let completed = completed.load(Ordering::Relaxed);
+    if completed != n {
+        return Err(BenchError::new(format!(
+            "ceiling completed {completed} rows for {n} jobs"
+        )));
+    }
+    Ok(Run {
+        measurement,
+        ledger: Some(ledger),
+    })
+}
+
+/// The ceiling's completer: marks the ids `done` hands it completed, a batch of whatever is
+/// waiting (up to the engine's default batch) per `UPDATE`, adding the rows it marked to
+/// `completed`, until `n` are; fails when nothing arrives for [`STALL_TIMEOUT`].
+fn spawn_completer(
+    completer: Client,
+    complete_stmt: Statement,
+    mut done: mpsc::Receiver<i64>,
+    n: u64,
+    completed: Arc<AtomicU64>,
+    progress: Progress,
+) -> tokio::task::JoinHandle<Result<(), BenchError>> {
+    let max_batch = CompleterConfig::default().max_batch;
+    tokio::spawn(async move {
+        let mut batch = Vec::with_capacity(max_batch);
+        while completed.load(Ordering::Relaxed) < n {
+            let first = tokio::time::timeout(STALL_TIMEOUT, done.recv()).await;
+            let Ok(Some(first)) = first else {
+                return Err(BenchError::new(format!(
+                    "ceiling stalled: {} of {n} jobs completed",
+                    completed.load(Ordering::Relaxed)
+                )));
+            };
+            batch.push(first);
+            while batch.len() < max_batch {
+                match done.try_recv() {
+                    Ok(id) => batch.push(id),
+                    Err(_) => break,
+                }
+            }
+            let rows = completer.execute(&complete_stmt, &[&batch]).await?;
+            progress.set(completed.fetch_add(rows, Ordering::Relaxed) + rows);
+            batch.clear();
+        }
+        Ok(())
+    })
+}
+
 /// One benchmark job as a COPY text row of (kind, args).
 fn copy_row(i: u64, buf: &mut bytes::BytesMut) {
     buf.extend_from_slice(format!("{}\t{{\"i\":{i}}}\n", BenchJob::KIND).as_bytes());
@@ -362,52 +439,13 @@ impl CeilingBench<'_> {
         queue_jobs(self.db, schema, n, "ceiling: queueing").await?;
         self.db.settle(schema).await?;
 
-        let fetcher = self.db.connect().await?;
-        let claim_stmt = fetcher
-            .prepare_typed(
-                &claim_after_sql(schema),
-                &[Type::INT8, Type::INT2, Type::TIMESTAMPTZ, Type::INT8],
-            )
-            .await?;
         // Before every job: priorities are never i16::MIN, so the time and id do not matter.
         let mut position: FetchPosition = (i16::MIN, chrono::DateTime::UNIX_EPOCH, 0);
-        let completer = self.db.connect().await?;
-        let complete_stmt = completer
-            .prepare_typed(&complete_sql(schema), &[Type::INT8_ARRAY])
-            .await?;
-        let max_batch = CompleterConfig::default().max_batch;
-        let (job_tx, job_rx) = flume::bounded::<(i64, u64)>(PREFETCH);
-        let (done_tx, mut done_rx) = mpsc::channel::<i64>(CompleterConfig::default().buffer);
         let progress = Progress::bar(n, "ceiling: working");
-
+        let (fetcher, claim_stmt, job_tx, tasks) = self
+            .start_queue(schema, scenario.workers(), n, &ledger, &progress)
+            .await?;
         let stopwatch = Stopwatch::start(self.db).await;
-        let completing = {
-            let progress = progress.clone();
-            tokio::spawn(async move {
-                let mut completed = 0u64;
-                let mut batch = Vec::with_capacity(max_batch);
-                while completed < n {
-                    let first = tokio::time::timeout(STALL_TIMEOUT, done_rx.recv()).await;
-                    let Ok(Some(first)) = first else {
-                        return Err(BenchError::new(format!(
-                            "ceiling stalled: {completed} of {n} jobs completed"
-                        )));
-                    };
-                    batch.push(first);
-                    while batch.len() < max_batch {
-                        match done_rx.try_recv() {
-                            Ok(id) => batch.push(id),
-                            Err(_) => break,
-                        }
-                    }
-                    completed += completer.execute(&complete_stmt, &[&batch]).await?;
-                    progress.set(completed);
-                    batch.clear();
-                }
-                Ok(completed)
-            })
-        };
-        let executors = spawn_executors(scenario.workers(), job_rx, done_tx, &ledger);
         loop {
             let jobs = claim_after(&fetcher, &claim_stmt, CLAIM_BATCH, &mut position).await?;
             let got = jobs.len();
@@ -423,21 +461,7 @@ impl CeilingBench<'_> {
             }
         }
         drop(job_tx);
-        join_all(executors).await?;
-        let completed = completing
-            .await
-            .map_err(|e| BenchError::context("ceiling completer", e))??;
-        let measurement = stopwatch.stop(n).await;
-        progress.finish();
-        if completed != n {
-            return Err(BenchError::new(format!(
-                "ceiling completed {completed} rows for {n} jobs"
-            )));
-        }
-        Ok(Run {
-            measurement,
-            ledger: Some(ledger),
-        })
+        finish_work(tasks, stopwatch, n, n, progress, ledger).await
     }
 
     /// w5: w3's queue started on the empty table, [`TRICKLE`] jobs inserted one by one, then the
@@ -445,17 +469,6 @@ impl CeilingBench<'_> {
     async fn burst(&self, schema: &Schema, scenario: &Scenario) -> Result<Run, BenchError> {
         let n = scenario.jobs.max(TRICKLE + 1);
         let ledger = Arc::new(ExecutionLedger::new(n));
-        let fetcher = self.db.connect().await?;
-        let claim_stmt = fetcher
-            .prepare_typed(
-                &claim_after_sql(schema),
-                &[Type::INT8, Type::INT2, Type::TIMESTAMPTZ, Type::INT8],
-            )
-            .await?;
-        let completer = self.db.connect().await?;
-        let complete_stmt = completer
-            .prepare_typed(&complete_sql(schema), &[Type::INT8_ARRAY])
-            .await?;
         let inserter = self.db.connect().await?;
         let insert_stmt = inserter
             .prepare_typed(
@@ -466,39 +479,11 @@ impl CeilingBench<'_> {
                 &[Type::TEXT, Type::JSONB],
             )
             .await?;
-        let max_batch = CompleterConfig::default().max_batch;
-        let (job_tx, job_rx) = flume::bounded::<(i64, u64)>(PREFETCH);
-        let (done_tx, mut done_rx) = mpsc::channel::<i64>(CompleterConfig::default().buffer);
-        let completed = Arc::new(AtomicU64::new(0));
         let wake = Arc::new(tokio::sync::Notify::new());
         let progress = Progress::bar(n, "ceiling: trickle, then burst");
-        let completing = {
-            let (progress, completed) = (progress.clone(), Arc::clone(&completed));
-            tokio::spawn(async move {
-                let mut batch = Vec::with_capacity(max_batch);
-                while completed.load(Ordering::Relaxed) < n {
-                    let first = tokio::time::timeout(STALL_TIMEOUT, done_rx.recv()).await;
-                    let Ok(Some(first)) = first else {
-                        return Err(BenchError::new(format!(
-                            "ceiling stalled: {} of {n} jobs completed",
-                            completed.load(Ordering::Relaxed)
-                        )));
-                    };
-                    batch.push(first);
-                    while batch.len() < max_batch {
-                        match done_rx.try_recv() {
-                            Ok(id) => batch.push(id),
-                            Err(_) => break,
-                        }
-                    }
-                    let rows = completer.execute(&complete_stmt, &[&batch]).await?;
-                    progress.set(completed.fetch_add(rows, Ordering::Relaxed) + rows);
-                    batch.clear();
-                }
-                Ok(())
-            })
-        };
-        let executors = spawn_executors(scenario.workers(), job_rx, done_tx, &ledger);
+        let (fetcher, claim_stmt, job_tx, tasks) = self
+            .start_queue(schema, scenario.workers(), n, &ledger, &progress)
+            .await?;
         // Set from just before the burst's COPY until its ANALYZE is done: the fetcher does not
         // claim with plans about to be replaced.
         let bursting = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -543,7 +528,7 @@ impl CeilingBench<'_> {
             tokio::time::sleep(TRICKLE_INTERVAL).await;
         }
         let trickled = Instant::now();
-        while completed.load(Ordering::Relaxed) < TRICKLE {
+        while tasks.completed.load(Ordering::Relaxed) < TRICKLE {
             if trickled.elapsed() > STALL_TIMEOUT {
                 return Err(BenchError::new("ceiling: the trickle was not completed"));
             }
@@ -569,22 +554,49 @@ impl CeilingBench<'_> {
         fetching
             .await
             .map_err(|e| BenchError::context("ceiling fetcher", e))??;
-        join_all(executors).await?;
-        completing
-            .await
-            .map_err(|e| BenchError::context("ceiling completer", e))??;
-        let measurement = stopwatch.stop(n - TRICKLE).await;
-        progress.finish();
-        let completed = completed.load(Ordering::Relaxed);
-        if completed != n {
-            return Err(BenchError::new(format!(
-                "ceiling completed {completed} rows for {n} jobs"
-            )));
-        }
-        Ok(Run {
-            measurement,
-            ledger: Some(ledger),
-        })
+        finish_work(tasks, stopwatch, n, n - TRICKLE, progress, ledger).await
+    }
+
+    /// w3's queue but its fetcher: a connection with the claim from a position prepared on it
+    /// (the fetcher's to use), the channel to the `workers` executor tasks, and the completer on
+    /// a connection of its own, which ends once `n` jobs are completed.
+    async fn start_queue(
+        &self,
+        schema: &Schema,
+        workers: usize,
+        n: u64,
+        ledger: &Arc<ExecutionLedger>,
+        progress: &Progress,
+    ) -> Result<(Client, Statement, flume::Sender<(i64, u64)>, WorkTasks), BenchError> {
+        let fetcher = self.db.connect().await?;
+        let claim_stmt = fetcher
+            .prepare_typed(
+                &claim_after_sql(schema),
+                &[Type::INT8, Type::INT2, Type::TIMESTAMPTZ, Type::INT8],
+            )
+            .await?;
+        let completer = self.db.connect().await?;
+        let complete_stmt = completer
+            .prepare_typed(&complete_sql(schema), &[Type::INT8_ARRAY])
+            .await?;
+        let (job_tx, job_rx) = flume::bounded::<(i64, u64)>(PREFETCH);
+        let (done_tx, done_rx) = mpsc::channel::<i64>(CompleterConfig::default().buffer);
+        let completed = Arc::new(AtomicU64::new(0));
+        let completing = spawn_completer(
+            completer,
+            complete_stmt,
+            done_rx,
+            n,
+            Arc::clone(&completed),
+            progress.clone(),
+        );
+        let executors = spawn_executors(workers, job_rx, done_tx, ledger);
+        let tasks = WorkTasks {
+            executors,
+            completing,
+            completed,
+        };
+        Ok((fetcher, claim_stmt, job_tx, tasks))
     }
 
     /// w4: INSERT + pg_notify per job; LISTEN wakes a fetcher that claims and completes.

@@ -49,7 +49,7 @@ const ANALYZE_TIMEOUT: Duration = Duration::from_secs(300);
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct JobAnalyzerConfig {
-    /// Time between looks at the table's size. Default 1 s.
+    /// Time between looks at the table's rows. Default 1 s.
     pub interval: Duration,
     /// The table is analyzed only once it has at least this many rows. Default 1,000.
     pub min_rows: u64,
@@ -87,10 +87,9 @@ pub struct JobAnalyzerRunOnceResult {
 /// Runs `ANALYZE` on the job table when it has outgrown the statistics its prepared statements'
 /// plans were made from: at least [`min_rows`](JobAnalyzerConfig::min_rows) rows, and
 /// [`growth`](JobAnalyzerConfig::growth) times the rows of its last statistics (and the rows at
-/// this analyzer's last `ANALYZE`). Never while a
-/// `VACUUM` or `ANALYZE` of the table is under way, and never when the client's role may not
-/// analyze the table (only the owner's role's members may), so it never waits on a lock and
-/// never fills the server's log with warnings.
+/// this analyzer's last `ANALYZE`). Never while a `VACUUM` or `ANALYZE` of the table is under
+/// way, and never when the client's role may not analyze the table (only the owner's role's
+/// members may), so it never waits on a lock and never fills the server's log with warnings.
 #[derive(Debug, Clone)]
 pub struct JobAnalyzer<D: Driver> {
     driver: D,
