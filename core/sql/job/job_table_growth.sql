@@ -10,36 +10,47 @@
 -- autovacuum_naptime after the table changed and later on a busy server. An ANALYZE updates the
 -- table's pg_class row, which makes every session replan its statements on the table.
 -- Outgrown: the table's rows, as its inserts less its deletes since the statistics system was
--- last reset (cumulative counters, which no ANALYZE overwrites; rolled-back inserts count too),
--- are at least $2, at least $3 times the rows of the statistics (reltuples; -1, taken as 0,
--- before the table's first VACUUM or ANALYZE), and at least $3 times $4. The statistics' own
+-- last reset (cumulative counters, which no ANALYZE overwrites; rolled-back inserts and deletes
+-- count too), less $4, are at least $2 and at least $3 times the rows of the statistics
+-- (reltuples; -1, taken as 0, before the table's first VACUUM or ANALYZE). The statistics' own
 -- row count, not the planner's estimate from it (rows per page times the pages now): a plan kept
 -- from when the table had a page or two was made for that size, whatever the rows per page.
 -- Statistics taken while a burst was uncommitted (a few rows) count as outgrown as soon as the
 -- burst has committed, also when autovacuum took them, whose report then overwrites the live
--- row count (n_live_tup) with its own. $4 is the analyzer's own memory of the rows at its last
--- ANALYZE, so that counters that overstate the rows (after a TRUNCATE) bring one ANALYZE, not
--- one a pass. Never while a VACUUM or an ANALYZE of the table is under way (it takes the
--- statistics itself), nor when this role may not analyze the table (ANALYZE would only warn):
--- only a member of the owner's role may.
+-- row count (n_live_tup) with its own. $4 is how far the counters overstated the rows at the
+-- analyzer's own last ANALYZE (after a TRUNCATE they still hold the inserts), so that they bring
+-- one ANALYZE, not one a pass; counters below it (reset by a crash or pg_stat_reset) are taken
+-- as they are. Never while a VACUUM or an ANALYZE of the table is under way or anyone holds a
+-- lock ANALYZE would wait for (the progress views name other roles' tables only to privileged
+-- roles; pg_locks names them to all), nor when this role may not analyze the table (ANALYZE
+-- would only warn): only a member of the owner's role may.
 -- Returns no row when the schema has no job table.
 -- $1: the schema's name, unquoted
 -- $2: fewest rows worth analyzing for
 -- $3: how many times the statistics' rows the rows must be
--- $4: the rows when this analyzer last analyzed the table (0 if it has not)
+-- $4: how far the counters overstated the rows at the analyzer's last ANALYZE (0 if none)
 SELECT g.stats_rows AS stats_rows, g.live_rows AS live_rows,
     g.live_rows >= $2::bigint AND g.live_rows >= $3::bigint * g.stats_rows
-        AND g.live_rows >= $3::bigint * $4::bigint
         AND pg_has_role(g.owner, 'USAGE')
         AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_progress_vacuum v WHERE v.relid = g.oid)
         AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_progress_analyze a WHERE a.relid = g.oid)
+        AND NOT EXISTS (
+            SELECT 1 FROM pg_catalog.pg_locks l
+            WHERE l.locktype = 'relation' AND l.relation = g.oid AND l.granted
+                AND l.mode IN ('ShareUpdateExclusiveLock', 'ShareLock',
+                    'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
+        )
         AS outgrown
 FROM (
     SELECT c.oid AS oid, c.relowner AS owner,
         greatest(c.reltuples, 0)::bigint AS stats_rows,
-        greatest(pg_catalog.pg_stat_get_tuples_inserted(c.oid)
-            - pg_catalog.pg_stat_get_tuples_deleted(c.oid), 0) AS live_rows
+        CASE WHEN r.counted >= $4::bigint THEN r.counted - $4::bigint ELSE r.counted END
+            AS live_rows
     FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    CROSS JOIN LATERAL (
+        SELECT greatest(pg_catalog.pg_stat_get_tuples_inserted(c.oid)
+            - pg_catalog.pg_stat_get_tuples_deleted(c.oid), 0) AS counted
+    ) AS r
     WHERE n.nspname = $1::text AND c.relname = 'pgmill_job'
 ) AS g

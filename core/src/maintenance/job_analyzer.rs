@@ -16,8 +16,8 @@
 //! Cheap when nothing grew: one look at `pg_class` and the table's row counters.
 //! Growth by a factor means a table that grows steadily is analyzed a handful of times over its
 //! whole growth, and autovacuum, which analyzes after every 10 % of change, usually gets there
-//! first. Its own last `ANALYZE` counts as well: counters that overstate the rows (after a
-//! `TRUNCATE`) bring one `ANALYZE`, not one a pass.
+//! first. Counters that overstate the rows (after a `TRUNCATE` they keep the inserts) bring one
+//! `ANALYZE`, not one a pass: the analyzer remembers by how much, from its last `ANALYZE`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -54,8 +54,8 @@ pub struct JobAnalyzerConfig {
     /// The table is analyzed only once it has at least this many rows. Default 1,000.
     pub min_rows: u64,
     /// The table is analyzed once its rows are at least this many times the rows its statistics
-    /// were taken with (by autovacuum, by anyone's `ANALYZE` or `VACUUM`, or by this analyzer),
-    /// and this many times the rows at this analyzer's last `ANALYZE`. Default 4.
+    /// were taken with (by autovacuum, by anyone's `ANALYZE` or `VACUUM`, or by this analyzer).
+    /// Default 4, at most 1,000.
     pub growth: u32,
 }
 
@@ -77,8 +77,9 @@ pub struct JobAnalyzerRunOnceResult {
     /// first).
     pub stats_rows: i64,
     /// The table's rows now: its inserts less its deletes, as the statistics system counts them
-    /// (when the writing transactions have ended, within about a second; rolled-back inserts
-    /// count too).
+    /// (once the writing sessions report them, within a second or, from an idle session, up to
+    /// ten; rolled-back inserts and deletes count too), less what those counters overstated the
+    /// rows by at this analyzer's last `ANALYZE`.
     pub live_rows: i64,
     /// Whether this pass ran `ANALYZE` on the table.
     pub analyzed: bool,
@@ -86,17 +87,19 @@ pub struct JobAnalyzerRunOnceResult {
 
 /// Runs `ANALYZE` on the job table when it has outgrown the statistics its prepared statements'
 /// plans were made from: at least [`min_rows`](JobAnalyzerConfig::min_rows) rows, and
-/// [`growth`](JobAnalyzerConfig::growth) times the rows of its last statistics (and the rows at
-/// this analyzer's last `ANALYZE`). Never while a `VACUUM` or `ANALYZE` of the table is under
-/// way, and never when the client's role may not analyze the table (only the owner's role's
-/// members may), so it never waits on a lock and never fills the server's log with warnings.
+/// [`growth`](JobAnalyzerConfig::growth) times the rows of its last statistics. Never while a `VACUUM` or `ANALYZE` of the table is under
+/// way or a lock it would wait for is held, and never when the client's role may not analyze
+/// the table (only the owner's role's members may: with another role the statistics stay
+/// autovacuum's); an `ANALYZE` that meets a lock taken since fails after 100 ms and is tried
+/// again at the next pass.
 #[derive(Debug, Clone)]
 pub struct JobAnalyzer<D: Driver> {
     driver: D,
     schema: Schema,
     config: JobAnalyzerConfig,
-    /// The table's rows when this analyzer (or a clone) last ran `ANALYZE`, 0 before.
-    last_rows: Arc<AtomicI64>,
+    /// How far the row counters overstated the table's rows at this analyzer's (or a clone's)
+    /// last `ANALYZE`: they keep the inserts a `TRUNCATE` removed. 0 before.
+    overstated: Arc<AtomicI64>,
 }
 
 impl<D: Driver> JobAnalyzer<D> {
@@ -104,18 +107,19 @@ impl<D: Driver> JobAnalyzer<D> {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidConfig`] for a zero interval or a growth below 2.
+    /// [`Error::InvalidConfig`] for a zero interval or `min_rows`, or a growth outside 2..=1000.
     pub fn new(driver: D, schema: Schema, config: JobAnalyzerConfig) -> Result<Self> {
-        if config.interval.is_zero() || config.growth < 2 {
+        if config.interval.is_zero() || config.min_rows == 0 || !(2..=1000).contains(&config.growth)
+        {
             return Err(Error::InvalidConfig(
-                "analyzer interval must be positive and growth at least 2".into(),
+                "analyzer interval and min_rows must be positive and growth within 2..=1000".into(),
             ));
         }
         Ok(JobAnalyzer {
             driver,
             schema,
             config,
-            last_rows: Arc::default(),
+            overstated: Arc::default(),
         })
     }
 
@@ -123,39 +127,54 @@ impl<D: Driver> JobAnalyzer<D> {
     ///
     /// # Errors
     ///
-    /// The database error (also when the schema has no job table), or [`Error::Timeout`].
+    /// The database error (a lock on the table held past 100 ms among them: the next pass looks
+    /// again), [`Error::InvalidConfig`] when the schema has no job table, or [`Error::Timeout`].
     pub async fn run_once(&self) -> Result<JobAnalyzerRunOnceResult> {
         let mut conn = tokio::time::timeout(LOOK_TIMEOUT, ConnectionLease::acquire(&self.driver))
             .await
             .map_err(|_| Error::Timeout("job analyzer connection"))??;
+        let before = self
+            .look(&mut conn, self.overstated.load(Ordering::Relaxed))
+            .await?;
+        let mut result = JobAnalyzerRunOnceResult {
+            stats_rows: before.stats_rows,
+            live_rows: before.live_rows,
+            analyzed: false,
+        };
+        if before.outgrown {
+            let analyze = job_analyze(&self.schema);
+            tokio::time::timeout(ANALYZE_TIMEOUT, conn.execute_script(analyze.sql()))
+                .await
+                .map_err(|_| Error::Timeout("job analyzer ANALYZE"))??;
+            // The counters against the rows just counted: what they overstate by from now on.
+            let after = self.look(&mut conn, 0).await?;
+            self.overstated.store(
+                (after.live_rows - after.stats_rows).max(0),
+                Ordering::Relaxed,
+            );
+            result.analyzed = true;
+        }
+        Ok(result)
+    }
+
+    /// The table's rows against its statistics, the counters taken as overstating by
+    /// `overstated`.
+    async fn look(&self, conn: &mut ConnectionLease<D>, overstated: i64) -> Result<TableGrowthRow> {
         let look = job_table_growth(
             &self.schema,
             i64::try_from(self.config.min_rows).unwrap_or(i64::MAX),
             i64::from(self.config.growth),
-            self.last_rows.load(Ordering::Relaxed),
+            overstated,
         );
-        let growth: Vec<TableGrowthRow> = tokio::time::timeout(LOOK_TIMEOUT, conn.query_as(&look))
+        let rows: Vec<TableGrowthRow> = tokio::time::timeout(LOOK_TIMEOUT, conn.query_as(&look))
             .await
             .map_err(|_| Error::Timeout("job analyzer look"))??;
-        let Some(growth) = growth.first().copied() else {
-            return Err(Error::InvalidConfig(format!(
+        rows.first().copied().ok_or_else(|| {
+            Error::InvalidConfig(format!(
                 "schema {} has no job table; run its migrations",
                 self.schema.name()
-            )));
-        };
-        let mut result = JobAnalyzerRunOnceResult {
-            stats_rows: growth.stats_rows,
-            live_rows: growth.live_rows,
-            analyzed: false,
-        };
-        if growth.outgrown {
-            tokio::time::timeout(ANALYZE_TIMEOUT, conn.execute(&job_analyze(&self.schema)))
-                .await
-                .map_err(|_| Error::Timeout("job analyzer ANALYZE"))??;
-            self.last_rows.store(growth.live_rows, Ordering::Relaxed);
-            result.analyzed = true;
-        }
-        Ok(result)
+            ))
+        })
     }
 
     /// Runs passes every interval until `stop`.

@@ -837,24 +837,26 @@ impl FromRow for TableGrowthRow {
     }
 }
 
-/// Whether the job table's rows are at least `min_rows`, `growth` times the rows of its
-/// statistics, and `growth` times `last_rows` (the rows at the caller's last `ANALYZE`, 0 for
-/// none).
+/// Whether the job table's rows, less `overstated` (how far the counters overstated them at the
+/// caller's last `ANALYZE`, 0 for none), are at least `min_rows` and `growth` times the rows of
+/// its statistics.
 pub(crate) fn job_table_growth(
     schema: &Schema,
     min_rows: i64,
     growth: i64,
-    last_rows: i64,
+    overstated: i64,
 ) -> Statement {
     schema
         .statement(Query::JobTableGrowth)
         .bind(schema.name())
         .bind(min_rows)
         .bind(growth)
-        .bind(last_rows)
+        .bind(overstated)
 }
 
-/// Takes the job table's statistics again, unless a vacuum or analyze of it is under way.
+/// Takes the job table's statistics again, failing rather than waiting more than 100 ms for a
+/// lock: a script of two statements, for
+/// [`Executor::execute_script`](crate::driver::Executor::execute_script).
 pub(crate) fn job_analyze(schema: &Schema) -> Statement {
     schema.statement(Query::JobAnalyze)
 }

@@ -468,12 +468,14 @@ pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H
             .render("ALTER TABLE {schema}.pgmill_job SET (autovacuum_enabled = false)"),
     )
     .await;
-    let mut flat = JobAnalyzerConfig::default();
-    flat.growth = 1;
-    assert!(matches!(
-        JobAnalyzer::new(ctx.driver.clone(), ctx.schema.clone(), flat),
-        Err(pgmill::Error::InvalidConfig(_))
-    ));
+    for (growth, min_rows) in [(1, 1_000), (1_001, 1_000), (4, 0)] {
+        let mut bad = JobAnalyzerConfig::default();
+        (bad.growth, bad.min_rows) = (growth, min_rows);
+        assert!(matches!(
+            JobAnalyzer::new(ctx.driver.clone(), ctx.schema.clone(), bad),
+            Err(pgmill::Error::InvalidConfig(_))
+        ));
+    }
     let analyzer = JobAnalyzer::new(
         ctx.driver.clone(),
         ctx.schema.clone(),
@@ -536,27 +538,42 @@ pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H
     );
     conn.execute_script("DEALLOCATE stale_claim").await.unwrap();
 
-    // After a TRUNCATE the counters still hold the 20,000 inserts: the analyzer that analyzed at
-    // 20,000 rows waits for four times that; a fresh one analyzes once, not on every pass.
+    // After a TRUNCATE the counters still hold the 20,000 inserts: one ANALYZE (of the empty
+    // table), then none, the analyzer knowing by how much they overstate the rows.
     ctx.script(&ctx.schema.render("TRUNCATE {schema}.pgmill_job"))
         .await;
-    let truncated = analyzer.run_once().await.unwrap();
-    assert!(!truncated.analyzed, "{truncated:?}");
-    let fresh = JobAnalyzer::new(
-        ctx.driver.clone(),
-        ctx.schema.clone(),
-        JobAnalyzerConfig::default(),
-    )
-    .unwrap();
-    let first = fresh.run_once().await.unwrap();
-    let second = fresh.run_once().await.unwrap();
+    let first = analyzer.run_once().await.unwrap();
+    let second = analyzer.run_once().await.unwrap();
     assert!(
         first.analyzed == (first.live_rows >= 1_000) && !second.analyzed,
         "{first:?}, then {second:?}"
     );
+    // A burst after it counts again: 5,000 rows on the empty table's statistics.
+    ctx.script(&ctx.schema.render(
+        "INSERT INTO {schema}.pgmill_job (kind, args) \
+         SELECT 'task', jsonb_build_object('n', g) FROM generate_series(1, 5000) AS g",
+    ))
+    .await;
+    // Not while someone holds a lock ANALYZE would wait for.
+    conn.execute_script(
+        &ctx.schema
+            .render("BEGIN; LOCK TABLE {schema}.pgmill_job IN SHARE UPDATE EXCLUSIVE MODE"),
+    )
+    .await
+    .unwrap();
+    wait_for("the burst counted while the table is locked", async || {
+        let r = analyzer.run_once().await.unwrap();
+        assert!(!r.analyzed, "analyzed through a lock: {r:?}");
+        r.live_rows >= 5_000
+    })
+    .await;
+    conn.execute_script("COMMIT").await.unwrap();
+    let burst = analyzed_pass(&analyzer).await;
+    assert!(burst.live_rows >= 5_000, "{burst:?}");
+    assert_eq!(stats_rows::<H>(&ctx).await, 5_000);
 
     // The leader's analyzer. Statistics taken while 100,000 rows are uncommitted count none of
-    // them.
+    // them, only the 5,000 committed.
     let client = test_client(&ctx)
         .queue("idle", 1)
         .worker(ScriptedWorker::ok())
@@ -572,7 +589,7 @@ pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H
     ctx.script(&ctx.schema.render("ANALYZE {schema}.pgmill_job"))
         .await;
     let during = stats_rows::<H>(&ctx).await;
-    assert_eq!(during, 0, "rows counted before the commit");
+    assert_eq!(during, 5_000, "rows counted before the commit");
     conn.execute_script("COMMIT").await.unwrap();
     drop(conn);
     wait_for("the leader analyzed the committed rows", async || {
