@@ -85,10 +85,10 @@ impl<D: Driver> QueueMaintainer<D> {
             sampler,
             cleaner: JobCleaner::new(driver.clone(), schema.clone(), config.cleaner)?,
             queue_cleaner: QueueCleaner::new(driver.clone(), schema.clone(), config.queue_cleaner)?,
-            analyzer: match config.analyzer {
-                Some(analyzer) => Some(JobAnalyzer::new(driver.clone(), schema.clone(), analyzer)?),
-                None => None,
-            },
+            analyzer: config
+                .analyzer
+                .map(|analyzer| JobAnalyzer::new(driver.clone(), schema.clone(), analyzer))
+                .transpose()?,
             periodic: PeriodicEnqueuer::new(driver, schema, inserter, config.periodic)?,
             queues,
             backoff: config.supervisor_backoff,
