@@ -845,6 +845,7 @@ fn not_carried<'a>(
     inserted(params, results).filter(|p| !carried.contains(&p.queue()))
 }
 
-fn count_inserted(results: &[InsertResult]) -> u64 {
+/// How many of `results` were inserted (not skipped as duplicates).
+pub(crate) fn count_inserted(results: &[InsertResult]) -> u64 {
     results.iter().filter(|r| !r.skipped_as_duplicate).count() as u64
 }

@@ -285,6 +285,7 @@ macro_rules! __conformance_cases {
                 rows_of_long_dead_clients_are_deleted_once_their_jobs_are_rescued,
                 failing_services_recover_and_the_client_keeps_working,
                 analyzer_replans_statements_once_the_table_outgrew_its_statistics,
+                a_large_insert_analyzes_the_table_it_outgrew,
             }
             periodic {
                 each_tick_is_enqueued_once_with_several_clients,

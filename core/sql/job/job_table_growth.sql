@@ -23,15 +23,18 @@
 -- as they are. Never while a VACUUM or an ANALYZE of the table is under way or anyone holds a
 -- lock ANALYZE would wait for (the progress views name other roles' tables only to privileged
 -- roles; pg_locks names them to all), nor when this role may not analyze the table (ANALYZE
--- would only warn): only a member of the owner's role may.
+-- would only warn): only a member of the owner's role may (permitted says whether this role is).
+-- A client that has just committed a large insert itself passes its row count as $5: the table
+-- holds at least those rows at once, before the inserting session reports them to the
+-- statistics system (within a second of its commit, or ten when it then stays idle).
 -- Returns no row when the schema has no job table.
 -- $1: the schema's name, unquoted
 -- $2: fewest rows worth analyzing for
 -- $3: how many times the statistics' rows the rows must be
 -- $4: how far the counters overstated the rows at the analyzer's last ANALYZE (0 if none)
-SELECT g.stats_rows AS stats_rows, g.live_rows AS live_rows,
-    g.live_rows >= $2::bigint AND g.live_rows >= $3::bigint * g.stats_rows
-        AND pg_has_role(g.owner, 'USAGE')
+-- $5: rows the caller has just inserted and committed (0 if none)
+SELECT g.stats_rows AS stats_rows, g.live_rows AS live_rows, g.permitted AS permitted,
+    g.live_rows >= $2::bigint AND g.live_rows >= $3::bigint * g.stats_rows AND g.permitted
         AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_progress_vacuum v WHERE v.relid = g.oid)
         AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_progress_analyze a WHERE a.relid = g.oid)
         AND NOT EXISTS (
@@ -42,10 +45,12 @@ SELECT g.stats_rows AS stats_rows, g.live_rows AS live_rows,
         )
         AS outgrown
 FROM (
-    SELECT c.oid AS oid, c.relowner AS owner,
+    SELECT c.oid AS oid, pg_has_role(c.relowner, 'USAGE') AS permitted,
         greatest(c.reltuples, 0)::bigint AS stats_rows,
-        CASE WHEN r.counted >= $4::bigint THEN r.counted - $4::bigint ELSE r.counted END
-            AS live_rows
+        greatest(
+            CASE WHEN r.counted >= $4::bigint THEN r.counted - $4::bigint ELSE r.counted END,
+            $5::bigint
+        ) AS live_rows
     FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
     CROSS JOIN LATERAL (

@@ -12,7 +12,7 @@ use crate::heartbeat::DEFAULT_HEARTBEAT_INTERVAL;
 use crate::ident::validate_name;
 use crate::job_args::JobArgs;
 use crate::maintenance::{
-    DEFAULT_PERIODIC_INTERVAL, JobAnalyzerConfig, JobCleanerConfig, JobRescuerConfig,
+    DEFAULT_PERIODIC_INTERVAL, JobAnalyzer, JobAnalyzerConfig, JobCleanerConfig, JobRescuerConfig,
     JobSchedulerConfig, QueueCleanerConfig,
 };
 use crate::middleware::{MetricsConfig, Middleware, MiddlewareStack, TracePropagator};
@@ -116,10 +116,13 @@ pub struct Config {
     pub cleaner: JobCleanerConfig,
     /// The queue cleaner's settings (leader only).
     pub queue_cleaner: QueueCleanerConfig,
-    /// The analyzer's settings (leader only): it runs `ANALYZE` on the job table when the table
-    /// has grown several times past the size its statistics were taken at, so that the prepared
+    /// The analyzer's settings: the leader runs `ANALYZE` on the job table when the table has
+    /// grown several times past the size its statistics were taken at, so that the prepared
     /// claims and completions, whose plans Postgres keeps until the statistics change, are
-    /// replanned for the table's new size (see [`JobAnalyzer`](crate::maintenance::JobAnalyzer)).
+    /// replanned for the table's new size (see [`JobAnalyzer`](crate::maintenance::JobAnalyzer));
+    /// and [`Client::insert_bulk`](crate::Client::insert_bulk) and
+    /// [`Client::insert_many`](crate::Client::insert_many), on any client, do so themselves
+    /// before they return when the jobs they inserted alone outgrew the statistics.
     /// `None` leaves statistics to autovacuum alone. Default on.
     pub analyzer: Option<JobAnalyzerConfig>,
     /// Periodic jobs the leader enqueues.
@@ -480,6 +483,12 @@ impl<D: Driver> ClientBuilder<D> {
             return Err(e);
         }
         self.config.validate(&self.workers)?;
+        let analyzer = self
+            .config
+            .analyzer
+            .clone()
+            .map(|a| JobAnalyzer::new(self.driver.clone(), self.config.schema.clone(), a))
+            .transpose()?;
         let known: Option<BTreeSet<String>> = (self.config.reject_unknown_kinds
             && !self.workers.is_empty())
         .then(|| self.workers.kinds().map(str::to_owned).collect());
@@ -489,6 +498,7 @@ impl<D: Driver> ClientBuilder<D> {
             self.workers,
             self.middleware,
             known,
+            analyzer,
         ))
     }
 }

@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::sync::{Mutex, Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::claim_tokens::ClaimTokens;
 use crate::commit_watcher::CommitWatcher;
@@ -33,11 +33,13 @@ use crate::event::{EventSender, Subscription};
 use crate::health::HealthState;
 use crate::heartbeat::{Heartbeat, LastBeat};
 use crate::in_flight::InFlight;
-use crate::inserter::{InsertResult, Inserter, due_queues};
+use crate::inserter::{InsertResult, Inserter, count_inserted, due_queues};
 use crate::job::JobState;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
-use crate::maintenance::{PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig};
+use crate::maintenance::{
+    JobAnalyzer, PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig,
+};
 use crate::middleware::{JobMetrics, JobTracing, MetricsConfig, MiddlewareStack};
 use crate::migrator::{MigrateReport, Migrator};
 use crate::notifier::{NotificationRouter, Notifier};
@@ -104,6 +106,9 @@ struct ClientInner<D: Driver> {
     /// Every middleware attempts and inserts run through (the metrics middleware first).
     middleware: MiddlewareStack,
     metrics: MetricsSink,
+    /// The job table's analyzer (unless turned off): run by the leader, and after this client's
+    /// own large inserts.
+    analyzer: Option<JobAnalyzer<D>>,
 }
 
 /// A shutdown under way: its hard-stop token, and whether it is done.
@@ -157,6 +162,7 @@ impl<D: Driver> Client<D> {
         workers: Workers,
         registered: MiddlewareStack,
         known_kinds: Option<BTreeSet<String>>,
+        analyzer: Option<JobAnalyzer<D>>,
     ) -> Self {
         let metrics = config
             .metrics
@@ -201,6 +207,7 @@ impl<D: Driver> Client<D> {
                 health: Arc::default(),
                 middleware,
                 metrics,
+                analyzer,
             }),
         }
     }
@@ -420,7 +427,6 @@ impl<D: Driver> Client<D> {
                 rescuer: cfg.rescuer.clone(),
                 cleaner: cfg.cleaner.clone(),
                 queue_cleaner: cfg.queue_cleaner.clone(),
-                analyzer: cfg.analyzer.clone(),
                 periodic: PeriodicEnqueuerConfig {
                     interval: cfg.periodic_interval,
                     jobs: cfg.periodic_jobs.clone(),
@@ -431,6 +437,7 @@ impl<D: Driver> Client<D> {
             },
             inner.inserter.clone(),
             inner.queues.clone(),
+            inner.analyzer.clone(),
         )?;
         let is_leader = inner.is_leader.subscribe();
         let backoff = cfg.supervisor_backoff;
@@ -590,6 +597,8 @@ impl<D: Driver> Client<D> {
             .own_inserter
             .insert_many_carrying(&mut conn, params, || self.quiet_carry())
             .await?;
+        self.analyze_after_insert(&mut conn, count_inserted(&jobs))
+            .await;
         drop(conn);
         let due: BTreeSet<String> = jobs
             .iter()
@@ -618,9 +627,29 @@ impl<D: Driver> Client<D> {
             tx.commit().await?;
             n
         };
+        self.analyze_after_insert(&mut conn, n).await;
         drop(conn);
         self.announce(due_queues(params.iter()).into_iter().map(str::to_owned));
         Ok(n)
+    }
+
+    /// After this client's own insert of `inserted` jobs committed, before they are announced:
+    /// the analyzer's look with them as the table's rows (see
+    /// [`JobAnalyzer`](crate::maintenance::JobAnalyzer)), when they may have outgrown its
+    /// statistics. The jobs are in either way: a failed look or `ANALYZE` is only logged, and
+    /// the leader's analyzer looks again.
+    async fn analyze_after_insert(&self, conn: &mut ConnectionLease<D>, inserted: u64) {
+        let Some(analyzer) = &self.inner.analyzer else {
+            return;
+        };
+        match analyzer.after_insert(conn, inserted).await {
+            Ok(Some(r)) if r.analyzed => info!(
+                stats_rows = r.stats_rows,
+                inserted, "analyzed the job table: this client's insert outgrew its statistics"
+            ),
+            Ok(_) => {}
+            Err(e) => warn!(error = %e, inserted, "job analyzer look after an insert failed"),
+        }
     }
 
     /// Whether an insert this client commits itself carries its notifications in its own

@@ -18,10 +18,18 @@
 //! whole growth, and autovacuum, which analyzes after every 10 % of change, usually gets there
 //! first. Counters that overstate the rows (after a `TRUNCATE` they keep the inserts) bring one
 //! `ANALYZE`, not one a pass: the analyzer remembers by how much, from its last `ANALYZE`.
+//!
+//! The counters lag: a session reports its inserts to the statistics system up to a second
+//! after its commit (ten when it then stays idle), and the leader looks once a second. A client
+//! that has itself just committed a large insert ([`Client::insert_bulk`](crate::Client::insert_bulk),
+//! [`Client::insert_many`](crate::Client::insert_many)) knows the rows are there: when they alone
+//! are [`growth`](JobAnalyzerConfig::growth) times the rows of the statistics it last saw, it
+//! looks at once with its own count as the rows' floor, and analyzes before it announces the
+//! jobs, so the producers it wakes claim them with plans made for the table's new size.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, info, info_span, warn};
@@ -44,6 +52,10 @@ const LOOK_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the `ANALYZE` may take (it samples at most 30,000 rows at the default statistics
 /// target, whatever the table's size).
 const ANALYZE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long the statistics' rows seen at a look are relied on to leave a client's own smaller
+/// inserts without a look of their own (the table may have been analyzed small since, by
+/// autovacuum after a cleanup or by anyone's `ANALYZE`).
+const SEEN_FOR: Duration = Duration::from_secs(60);
 
 /// Settings of the [`JobAnalyzer`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +91,8 @@ pub struct JobAnalyzerRunOnceResult {
     /// The table's rows now: its inserts less its deletes, as the statistics system counts them
     /// (once the writing sessions report them, within a second or, from an idle session, up to
     /// ten; rolled-back inserts and deletes count too), less what those counters overstated the
-    /// rows by at this analyzer's last `ANALYZE`.
+    /// rows by at this analyzer's last `ANALYZE`; after a client's own large insert, at least
+    /// the rows it inserted.
     pub live_rows: i64,
     /// Whether this pass ran `ANALYZE` on the table.
     pub analyzed: bool,
@@ -97,9 +110,20 @@ pub struct JobAnalyzer<D: Driver> {
     driver: D,
     schema: Schema,
     config: JobAnalyzerConfig,
-    /// How far the row counters overstated the table's rows at this analyzer's (or a clone's)
-    /// last `ANALYZE`: they keep the inserts a `TRUNCATE` removed. 0 before.
-    overstated: Arc<AtomicI64>,
+    /// What this analyzer and its clones learnt at their passes.
+    memory: Arc<Memory>,
+}
+
+/// What an analyzer learnt at its passes, shared by its clones.
+#[derive(Debug, Default)]
+struct Memory {
+    /// How far the row counters overstated the table's rows at the last `ANALYZE`: they keep the
+    /// inserts a `TRUNCATE` removed. 0 before.
+    overstated: AtomicI64,
+    /// The rows of the table's statistics at the last look, and when it was.
+    seen: Mutex<Option<(i64, Instant)>>,
+    /// Whether it has been logged that this role may not analyze the table.
+    told_not_permitted: AtomicBool,
 }
 
 impl<D: Driver> JobAnalyzer<D> {
@@ -119,7 +143,7 @@ impl<D: Driver> JobAnalyzer<D> {
             driver,
             schema,
             config,
-            overstated: Arc::default(),
+            memory: Arc::default(),
         })
     }
 
@@ -133,38 +157,103 @@ impl<D: Driver> JobAnalyzer<D> {
         let mut conn = tokio::time::timeout(LOOK_TIMEOUT, ConnectionLease::acquire(&self.driver))
             .await
             .map_err(|_| Error::Timeout("job analyzer connection"))??;
+        self.pass(&mut conn, 0).await
+    }
+
+    /// After a client's own insert of `inserted` jobs has committed: a pass on `conn` with the
+    /// jobs as the floor of the table's rows, when they are at least
+    /// [`min_rows`](JobAnalyzerConfig::min_rows) and [`growth`](JobAnalyzerConfig::growth)
+    /// times the rows of the statistics last seen (in the last minute); `None` without a look
+    /// otherwise, which is what inserts of a few jobs into a large table get.
+    ///
+    /// # Errors
+    ///
+    /// As [`JobAnalyzer::run_once`].
+    pub(crate) async fn after_insert(
+        &self,
+        conn: &mut ConnectionLease<D>,
+        inserted: u64,
+    ) -> Result<Option<JobAnalyzerRunOnceResult>> {
+        if inserted < self.config.min_rows {
+            return Ok(None);
+        }
+        let seen = *self
+            .memory
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((stats_rows, at)) = seen {
+            let needed = u64::try_from(stats_rows)
+                .unwrap_or(0)
+                .saturating_mul(u64::from(self.config.growth));
+            if at.elapsed() < SEEN_FOR && inserted < needed {
+                return Ok(None);
+            }
+        }
+        let inserted = i64::try_from(inserted).unwrap_or(i64::MAX);
+        self.pass(conn, inserted).await.map(Some)
+    }
+
+    /// A look at the table's rows (at least `inserted`), and `ANALYZE` when it has outgrown its
+    /// statistics.
+    async fn pass(
+        &self,
+        conn: &mut ConnectionLease<D>,
+        inserted: i64,
+    ) -> Result<JobAnalyzerRunOnceResult> {
+        let memory = &self.memory;
         let before = self
-            .look(&mut conn, self.overstated.load(Ordering::Relaxed))
+            .look(conn, memory.overstated.load(Ordering::Relaxed), inserted)
             .await?;
+        if !before.permitted && !memory.told_not_permitted.swap(true, Ordering::Relaxed) {
+            info!(
+                schema = self.schema.name(),
+                "this role may not analyze the job table (only members of its owner's role \
+                 may): its statistics are left to autovacuum"
+            );
+        }
         let mut result = JobAnalyzerRunOnceResult {
             stats_rows: before.stats_rows,
             live_rows: before.live_rows,
             analyzed: false,
         };
+        let mut stats_rows = before.stats_rows;
         if before.outgrown {
             let analyze = job_analyze(&self.schema);
             tokio::time::timeout(ANALYZE_TIMEOUT, conn.execute_script(analyze.sql()))
                 .await
                 .map_err(|_| Error::Timeout("job analyzer ANALYZE"))??;
             // The counters against the rows just counted: what they overstate by from now on.
-            let after = self.look(&mut conn, 0).await?;
-            self.overstated.store(
+            let after = self.look(conn, 0, 0).await?;
+            memory.overstated.store(
                 (after.live_rows - after.stats_rows).max(0),
                 Ordering::Relaxed,
             );
+            stats_rows = after.stats_rows;
             result.analyzed = true;
         }
+        *memory
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((stats_rows, Instant::now()));
         Ok(result)
     }
 
     /// The table's rows against its statistics, the counters taken as overstating by
-    /// `overstated`.
-    async fn look(&self, conn: &mut ConnectionLease<D>, overstated: i64) -> Result<TableGrowthRow> {
+    /// `overstated` and the rows as at least `inserted`.
+    async fn look(
+        &self,
+        conn: &mut ConnectionLease<D>,
+        overstated: i64,
+        inserted: i64,
+    ) -> Result<TableGrowthRow> {
         let look = job_table_growth(
             &self.schema,
             i64::try_from(self.config.min_rows).unwrap_or(i64::MAX),
             i64::from(self.config.growth),
             overstated,
+            inserted,
         );
         let rows: Vec<TableGrowthRow> = tokio::time::timeout(LOOK_TIMEOUT, conn.query_as(&look))
             .await

@@ -4,7 +4,8 @@
 //! loop around `run_once` (which tests call directly), and a failed pass that logs and continues.
 //! The scheduler, rescuer, cleaners, analyzer and periodic enqueuer run only on the leader, started and
 //! stopped with each term by the queue maintainer, each under a supervisor that restarts a
-//! service that panics.
+//! service that panics. (Any client's own large insert also has the analyzer look once, before
+//! the insert returns.)
 //!
 //! A [`Client`](crate::Client) runs these services itself. They are public for tests and for
 //! running a pass by hand (`run_once`), e.g. from an operator's script.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::job_analyzer::{JobAnalyzer, JobAnalyzerConfig};
+use super::job_analyzer::JobAnalyzer;
 use super::job_cleaner::{JobCleaner, JobCleanerConfig};
 use super::job_rescuer::{JobRescuer, JobRescuerConfig};
 use super::job_scheduler::{JobScheduler, JobSchedulerConfig};
@@ -29,8 +29,6 @@ pub(crate) struct QueueMaintainerConfig {
     pub(crate) rescuer: JobRescuerConfig,
     pub(crate) cleaner: JobCleanerConfig,
     pub(crate) queue_cleaner: QueueCleanerConfig,
-    /// `None` runs no analyzer.
-    pub(crate) analyzer: Option<JobAnalyzerConfig>,
     pub(crate) periodic: PeriodicEnqueuerConfig,
     /// Time before a failed service is restarted.
     pub(crate) supervisor_backoff: Duration,
@@ -68,6 +66,7 @@ impl<D: Driver> QueueMaintainer<D> {
         config: QueueMaintainerConfig,
         inserter: Inserter,
         queues: HashMap<String, Arc<QueueHandle>>,
+        analyzer: Option<JobAnalyzer<D>>,
     ) -> Result<Self> {
         let sampler = match config.sample_interval {
             Some(interval) => Some(QueueSampler::new(
@@ -85,10 +84,7 @@ impl<D: Driver> QueueMaintainer<D> {
             sampler,
             cleaner: JobCleaner::new(driver.clone(), schema.clone(), config.cleaner)?,
             queue_cleaner: QueueCleaner::new(driver.clone(), schema.clone(), config.queue_cleaner)?,
-            analyzer: config
-                .analyzer
-                .map(|analyzer| JobAnalyzer::new(driver.clone(), schema.clone(), analyzer))
-                .transpose()?,
+            analyzer,
             periodic: PeriodicEnqueuer::new(driver, schema, inserter, config.periodic)?,
             queues,
             backoff: config.supervisor_backoff,

@@ -821,8 +821,11 @@ pub(crate) fn job_schedule(schema: &Schema, lookahead: TimeDelta, limit: usize) 
 pub(crate) struct TableGrowthRow {
     /// Rows when the statistics were last taken (`reltuples`, 0 before the first).
     pub(crate) stats_rows: i64,
-    /// Rows now: inserts less deletes, as the statistics system counts them.
+    /// Rows now: inserts less deletes, as the statistics system counts them, or the rows the
+    /// caller has just committed when more.
     pub(crate) live_rows: i64,
+    /// Whether this role may analyze the table (a member of its owner's role).
+    pub(crate) permitted: bool,
     /// Whether the table has outgrown its statistics and may be analyzed now.
     pub(crate) outgrown: bool,
 }
@@ -832,19 +835,21 @@ impl FromRow for TableGrowthRow {
         Ok(TableGrowthRow {
             stats_rows: row.take("stats_rows")?,
             live_rows: row.take("live_rows")?,
+            permitted: row.take("permitted")?,
             outgrown: row.take("outgrown")?,
         })
     }
 }
 
 /// Whether the job table's rows, less `overstated` (how far the counters overstated them at the
-/// caller's last `ANALYZE`, 0 for none), are at least `min_rows` and `growth` times the rows of
-/// its statistics.
+/// caller's last `ANALYZE`, 0 for none), or at least the `inserted` rows the caller has just
+/// committed, are at least `min_rows` and `growth` times the rows of its statistics.
 pub(crate) fn job_table_growth(
     schema: &Schema,
     min_rows: i64,
     growth: i64,
     overstated: i64,
+    inserted: i64,
 ) -> Statement {
     schema
         .statement(Query::JobTableGrowth)
@@ -852,6 +857,7 @@ pub(crate) fn job_table_growth(
         .bind(min_rows)
         .bind(growth)
         .bind(overstated)
+        .bind(inserted)
 }
 
 /// Takes the job table's statistics again, failing rather than waiting more than 100 ms for a
