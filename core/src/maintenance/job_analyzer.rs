@@ -124,6 +124,10 @@ struct Memory {
     seen: Mutex<Option<(i64, Instant)>>,
     /// Whether it has been logged that this role may not analyze the table.
     told_not_permitted: AtomicBool,
+    /// Held through each pass, so that the leader's pass and a client's own insert's in one
+    /// process do not both find the table outgrown and both `ANALYZE` it (the second would wait
+    /// on the first's lock and fail): the later looks once the earlier is done.
+    passing: tokio::sync::Mutex<()>,
 }
 
 impl<D: Driver> JobAnalyzer<D> {
@@ -202,6 +206,7 @@ impl<D: Driver> JobAnalyzer<D> {
         inserted: i64,
     ) -> Result<JobAnalyzerRunOnceResult> {
         let memory = &self.memory;
+        let _passing = memory.passing.lock().await;
         let before = self
             .look(conn, memory.overstated.load(Ordering::Relaxed), inserted)
             .await?;
