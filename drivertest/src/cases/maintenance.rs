@@ -532,6 +532,19 @@ pub async fn a_large_insert_analyzes_the_table_it_outgrew<H: Harness>() {
         "{replanned}"
     );
     conn.execute_script("DEALLOCATE stale_claim").await.unwrap();
+    // On a small sample (a statistics target of 10): 11 histogram bounds, not the default's 101.
+    let bounds: i32 = ctx
+        .conn()
+        .await
+        .query_scalar(&ctx.stmt(
+            "SELECT array_length(histogram_bounds::text::text[], 1) AS n FROM pg_stats s \
+             JOIN pg_namespace n ON n.nspname = s.schemaname \
+             JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.tablename \
+             WHERE c.oid = '{schema}.pgmill_job'::regclass AND s.attname = 'id'",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(bounds, 11);
     // 1,000 rows on statistics of 40,500 taken a moment ago: no look, no ANALYZE.
     assert_eq!(client.insert_bulk(&tasks(1_000)).await.unwrap(), 1_000);
     assert_eq!(stats_rows::<H>(&ctx).await, 40_500);
