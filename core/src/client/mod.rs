@@ -16,6 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio::sync::{Mutex, Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -109,6 +110,27 @@ struct ClientInner<D: Driver> {
     /// The job table's analyzer (unless turned off): run by the leader, and after this client's
     /// own large inserts.
     analyzer: Option<JobAnalyzer<D>>,
+}
+
+/// How long a client's own insert waits for the analyzer's look and `ANALYZE` after it
+/// committed (they take milliseconds; this bounds a pass of the leader's under way, a slow
+/// server, a lock).
+const INSERT_ANALYZE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Announces a client's own committed jobs when dropped: after the analyzer's look that follows
+/// the insert, and also when the call is dropped during that look (a caller's timeout), since
+/// the jobs are committed either way.
+struct AnnounceOnDrop<'a, D: Driver> {
+    client: &'a Client<D>,
+    queues: Vec<String>,
+    carried: bool,
+}
+
+impl<D: Driver> Drop for AnnounceOnDrop<'_, D> {
+    fn drop(&mut self) {
+        self.client
+            .announce_own(std::mem::take(&mut self.queues), self.carried);
+    }
 }
 
 /// A shutdown under way: its hard-stop token, and whether it is done.
@@ -587,30 +609,48 @@ impl<D: Driver> Client<D> {
     /// Inserts many jobs in one round trip (committed at once); returns what happened to each, in
     /// input order.
     ///
+    /// When the jobs alone have outgrown the job table's statistics (see [`Config::analyzer`]),
+    /// the call also takes them again before it returns (milliseconds), so that workers claim
+    /// the jobs with plans made for the table's new size.
+    ///
     /// # Errors
     ///
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_many(&self, params: &[InsertParams]) -> Result<Vec<InsertResult>> {
         let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        // Jobs the analyzer may look at once committed are announced after its look, so their
+        // insert does not carry its notifications (they would leave with the commit).
+        let looks = self
+            .inner
+            .analyzer
+            .as_ref()
+            .is_some_and(|a| a.would_look(params.len() as u64));
         let (jobs, carried) = self
             .inner
             .own_inserter
-            .insert_many_carrying(&mut conn, params, || self.quiet_carry())
+            .insert_many_carrying(&mut conn, params, || !looks && self.quiet_carry())
             .await?;
-        self.analyze_after_insert(&mut conn, count_inserted(&jobs))
-            .await;
-        drop(conn);
         let due: BTreeSet<String> = jobs
             .iter()
             .filter(|j| j.state == JobState::Available && !j.skipped_as_duplicate)
             .map(|j| j.queue.clone())
             .collect();
-        self.announce_own(due, carried);
+        let _announce = AnnounceOnDrop {
+            client: self,
+            queues: due.into_iter().collect(),
+            carried,
+        };
+        self.analyze_after_insert(&mut conn, count_inserted(&jobs))
+            .await;
         Ok(jobs)
     }
 
     /// Inserts a very large batch (COPY where the driver has it) in one transaction; returns how
     /// many were inserted (unique jobs skipped as duplicates are not counted).
+    ///
+    /// When the jobs alone have outgrown the job table's statistics (see [`Config::analyzer`]),
+    /// the call also takes them again before it returns (milliseconds), so that workers claim
+    /// the jobs with plans made for the table's new size.
     ///
     /// # Errors
     ///
@@ -627,28 +667,43 @@ impl<D: Driver> Client<D> {
             tx.commit().await?;
             n
         };
+        let _announce = AnnounceOnDrop {
+            client: self,
+            queues: due_queues(params.iter())
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+            carried: false,
+        };
         self.analyze_after_insert(&mut conn, n).await;
-        drop(conn);
-        self.announce(due_queues(params.iter()).into_iter().map(str::to_owned));
         Ok(n)
     }
 
     /// After this client's own insert of `inserted` jobs committed, before they are announced:
     /// the analyzer's look with them as the table's rows (see
     /// [`JobAnalyzer`](crate::maintenance::JobAnalyzer)), when they may have outgrown its
-    /// statistics. The jobs are in either way: a failed look or `ANALYZE` is only logged, and
-    /// the leader's analyzer looks again.
+    /// statistics. The jobs are in either way: a failed look or `ANALYZE`, or one that takes
+    /// more than [`INSERT_ANALYZE_TIMEOUT`], is only logged, and the leader's analyzer looks
+    /// again.
     async fn analyze_after_insert(&self, conn: &mut ConnectionLease<D>, inserted: u64) {
         let Some(analyzer) = &self.inner.analyzer else {
             return;
         };
-        match analyzer.after_insert(conn, inserted).await {
-            Ok(Some(r)) if r.analyzed => info!(
+        let look = tokio::time::timeout(
+            INSERT_ANALYZE_TIMEOUT,
+            analyzer.after_insert(conn, inserted),
+        );
+        match look.await {
+            Ok(Ok(Some(r))) if r.analyzed => info!(
                 stats_rows = r.stats_rows,
                 inserted, "analyzed the job table: this client's insert outgrew its statistics"
             ),
-            Ok(_) => {}
-            Err(e) => warn!(error = %e, inserted, "job analyzer look after an insert failed"),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => warn!(error = %e, inserted, "job analyzer look after an insert failed"),
+            Err(_) => warn!(
+                inserted,
+                "job analyzer look after an insert took too long; left to the leader's analyzer"
+            ),
         }
     }
 
