@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::sync::{Mutex, Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::claim_tokens::ClaimTokens;
 use crate::commit_watcher::CommitWatcher;
@@ -39,7 +39,7 @@ use crate::job::JobState;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
 use crate::maintenance::{
-    JobAnalyzer, PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig,
+    JobAnalyzer, PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig, is_lock_timeout,
 };
 use crate::middleware::{JobMetrics, JobTracing, MetricsConfig, MiddlewareStack};
 use crate::migrator::{MigrateReport, Migrator};
@@ -699,6 +699,9 @@ impl<D: Driver> Client<D> {
                 inserted, "analyzed the job table: this client's insert outgrew its statistics"
             ),
             Ok(Ok(_)) => {}
+            Ok(Err(e)) if is_lock_timeout(&e) => {
+                debug!(error = %e, inserted, "job analyzer look after an insert met a lock");
+            }
             Ok(Err(e)) => warn!(error = %e, inserted, "job analyzer look after an insert failed"),
             Err(_) => warn!(
                 inserted,

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, info, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
@@ -323,6 +323,9 @@ impl<D: Driver> JobAnalyzer<D> {
                         "analyzed the job table: it outgrew the statistics its plans were made from"
                     ),
                     Ok(_) => {}
+                    Err(e) if is_lock_timeout(&e) => {
+                        debug!(error = %e, "job analyzer pass met a lock; looks again");
+                    }
                     Err(e) => warn!(error = %e, "job analyzer pass failed"),
                 }
                 tokio::select! {
@@ -334,4 +337,11 @@ impl<D: Driver> JobAnalyzer<D> {
         .instrument(info_span!("job_analyzer"))
         .await
     }
+}
+
+/// Whether `e` is the `ANALYZE`'s 100 ms lock timeout (SQLSTATE 55P03): another session took a
+/// lock on the table after the look (its own `ANALYZE` or `VACUUM`, another client's pass), and
+/// the next look decides again. Not worth a warning.
+pub(crate) fn is_lock_timeout(e: &Error) -> bool {
+    e.sqlstate() == Some("55P03")
 }
