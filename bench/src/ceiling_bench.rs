@@ -161,24 +161,34 @@ fn claim_sql_from(schema: &Schema, condition: &str, returning: &str) -> String {
 /// before every job.
 type FetchPosition = (i16, chrono::DateTime<chrono::Utc>, i64);
 
-/// A claim from `position` that moves it to the last job claimed.
-async fn claim_after(
+/// Before every job: priorities are never `i16::MIN`, so the time and id do not matter.
+const BEFORE_EVERY_JOB: FetchPosition = (i16::MIN, chrono::DateTime::UNIX_EPOCH, 0);
+
+/// One claim of up to [`CLAIM_BATCH`] jobs from `position`, which it moves to the last job
+/// claimed; the jobs, once all are decoded, handed to the executors on `jobs`. Returns how many
+/// it claimed.
+async fn claim_into(
     client: &Client,
     stmt: &Statement,
-    limit: usize,
     position: &mut FetchPosition,
-) -> Result<Vec<(i64, u64)>, BenchError> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    jobs: &flume::Sender<(i64, u64)>,
+) -> Result<usize, BenchError> {
+    let limit = i64::try_from(CLAIM_BATCH).unwrap_or(i64::MAX);
     let rows = client
         .query(stmt, &[&limit, &position.0, &position.1, &position.2])
         .await?;
-    let mut jobs = Vec::with_capacity(rows.len());
+    let mut claimed = Vec::with_capacity(rows.len());
     for row in &rows {
         let at: FetchPosition = (row.try_get(2)?, row.try_get(3)?, row.try_get(0)?);
         *position = (*position).max(at);
-        jobs.push(job_number(row)?);
+        claimed.push(job_number(row)?);
     }
-    Ok(jobs)
+    for job in claimed {
+        jobs.send_async(job)
+            .await
+            .map_err(|_| BenchError::new("ceiling executors ended early"))?;
+    }
+    Ok(rows.len())
 }
 
 /// The completion of many jobs at once.
@@ -186,6 +196,22 @@ fn complete_sql(schema: &Schema) -> String {
     format!(
         "UPDATE {}.pgmill_job SET state = 'completed', finalized_at = now() \
          WHERE id = ANY($1)",
+        schema.quoted()
+    )
+}
+
+/// The ceiling's insert of one job's (kind, args), without notification.
+pub(crate) fn insert_sql(schema: &Schema) -> String {
+    format!(
+        "INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2)",
+        schema.quoted()
+    )
+}
+
+/// The ceiling's `COPY` of jobs' (kind, args) rows ([`copy_row`]).
+fn copy_sql(schema: &Schema) -> String {
+    format!(
+        "COPY {}.pgmill_job (kind, args) FROM STDIN",
         schema.quoted()
     )
 }
@@ -221,10 +247,7 @@ pub(crate) async fn queue_jobs(
     n: u64,
     label: &'static str,
 ) -> Result<(), BenchError> {
-    let queue = format!(
-        "COPY {}.pgmill_job (kind, args) FROM STDIN",
-        schema.quoted()
-    );
+    let queue = copy_sql(schema);
     let filler = db.connect().await?;
     let progress = Progress::bar(n, label);
     copy_rows(&filler, &queue, n, &progress, copy_row).await?;
@@ -342,10 +365,7 @@ impl CeilingBench<'_> {
     /// w1: COPYs of `per_call` rows, each committed on its own.
     async fn insert_bulk(&self, schema: &Schema, n: u64, per_call: u64) -> Result<Run, BenchError> {
         let client = self.db.connect().await?;
-        let sql = format!(
-            "COPY {}.pgmill_job (kind, args) FROM STDIN",
-            schema.quoted()
-        );
+        let sql = copy_sql(schema);
         let per_call = per_call.max(1);
         let progress = Progress::bar(n, "ceiling: COPY");
         let stopwatch = Stopwatch::start(self.db).await;
@@ -384,13 +404,7 @@ impl CeilingBench<'_> {
                 vec![Type::TEXT, Type::JSONB, Type::TEXT],
             )
         } else {
-            (
-                format!(
-                    "INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2)",
-                    schema.quoted()
-                ),
-                vec![Type::TEXT, Type::JSONB],
-            )
+            (insert_sql(schema), vec![Type::TEXT, Type::JSONB])
         };
         let mut conns = Vec::new();
         for _ in 0..INSERT_TASKS {
@@ -440,22 +454,14 @@ impl CeilingBench<'_> {
         queue_jobs(self.db, schema, n, "ceiling: queueing").await?;
         self.db.settle(schema).await?;
 
-        // Before every job: priorities are never i16::MIN, so the time and id do not matter.
-        let mut position: FetchPosition = (i16::MIN, chrono::DateTime::UNIX_EPOCH, 0);
+        let mut position = BEFORE_EVERY_JOB;
         let progress = Progress::bar(n, "ceiling: working");
         let (fetcher, claim_stmt, job_tx, tasks) = self
             .start_queue(schema, scenario.workers(), n, &ledger, &progress)
             .await?;
         let stopwatch = Stopwatch::start(self.db).await;
         loop {
-            let jobs = claim_after(&fetcher, &claim_stmt, CLAIM_BATCH, &mut position).await?;
-            let got = jobs.len();
-            for job in jobs {
-                job_tx
-                    .send_async(job)
-                    .await
-                    .map_err(|_| BenchError::new("ceiling executors ended early"))?;
-            }
+            let got = claim_into(&fetcher, &claim_stmt, &mut position, &job_tx).await?;
             if got < CLAIM_BATCH {
                 // Nothing else inserts: fewer rows than asked means the queue is drained.
                 break;
@@ -472,13 +478,7 @@ impl CeilingBench<'_> {
         let ledger = Arc::new(ExecutionLedger::new(n));
         let inserter = self.db.connect().await?;
         let insert_stmt = inserter
-            .prepare_typed(
-                &format!(
-                    "INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2)",
-                    schema.quoted()
-                ),
-                &[Type::TEXT, Type::JSONB],
-            )
+            .prepare_typed(&insert_sql(schema), &[Type::TEXT, Type::JSONB])
             .await?;
         let wake = Arc::new(tokio::sync::Notify::new());
         let progress = Progress::bar(n, "ceiling: trickle, then burst");
@@ -491,24 +491,15 @@ impl CeilingBench<'_> {
         let fetching = {
             let (wake, bursting) = (Arc::clone(&wake), Arc::clone(&bursting));
             tokio::spawn(async move {
-                // Before every job: priorities are never i16::MIN.
-                let mut position: FetchPosition = (i16::MIN, chrono::DateTime::UNIX_EPOCH, 0);
+                let mut position = BEFORE_EVERY_JOB;
                 let mut claimed = 0;
                 while claimed < n {
                     if bursting.load(Ordering::Acquire) {
                         wake.notified().await;
                         continue;
                     }
-                    let jobs =
-                        claim_after(&fetcher, &claim_stmt, CLAIM_BATCH, &mut position).await?;
-                    let got = jobs.len();
+                    let got = claim_into(&fetcher, &claim_stmt, &mut position, &job_tx).await?;
                     claimed += u64::try_from(got).unwrap_or(u64::MAX);
-                    for job in jobs {
-                        job_tx
-                            .send_async(job)
-                            .await
-                            .map_err(|_| BenchError::new("ceiling executors ended early"))?;
-                    }
                     if got < CLAIM_BATCH && claimed < n {
                         let _ = tokio::time::timeout(
                             std::time::Duration::from_millis(50),
@@ -537,10 +528,7 @@ impl CeilingBench<'_> {
         }
         bursting.store(true, Ordering::Release);
         let stopwatch = Stopwatch::start(self.db).await;
-        let queue = format!(
-            "COPY {}.pgmill_job (kind, args) FROM STDIN",
-            schema.quoted()
-        );
+        let queue = copy_sql(schema);
         let spinner = Progress::spinner("ceiling: burst");
         copy_rows(&inserter, &queue, n - TRICKLE, &spinner, |i, buf| {
             copy_row(i + TRICKLE, buf);

@@ -14,6 +14,7 @@ use pgmill_driver_tokio_postgres::TokioPostgresDriver;
 
 use crate::bench_error::BenchError;
 use crate::bench_job::BenchJob;
+use crate::ceiling_bench::insert_sql;
 
 /// A driver whose library's own transactions take `insert_job(..)`.
 pub(crate) trait HostInsert: Driver {
@@ -32,14 +33,6 @@ pub(crate) trait HostInsert: Driver {
         schema: &Schema,
         job: BenchJob,
     ) -> impl Future<Output = Result<(), BenchError>> + Send;
-}
-
-/// The reference's statement: the ceiling's insert.
-fn plain_insert_sql(schema: &Schema) -> String {
-    format!(
-        "INSERT INTO {}.pgmill_job (kind, args) VALUES ($1, $2)",
-        schema.quoted()
-    )
 }
 
 fn args_of(job: BenchJob) -> serde_json::Value {
@@ -76,7 +69,7 @@ impl HostInsert for SqlxDriver {
             .await
             .map_err(|e| BenchError::context("sqlx begin", e))?;
         // Prepared once per connection: sqlx caches statements by their SQL.
-        sqlx::query(sqlx::AssertSqlSafe(plain_insert_sql(schema)))
+        sqlx::query(sqlx::AssertSqlSafe(insert_sql(schema)))
             .bind(BenchJob::KIND)
             .bind(sqlx::types::Json(args_of(job)))
             .execute(&mut *tx)
@@ -120,7 +113,7 @@ impl HostInsert for TokioPostgresDriver {
             .map_err(|e| BenchError::context("deadpool-postgres checkout", e))?;
         let tx = client.transaction().await?;
         // Prepared once per connection, in deadpool's statement cache.
-        let stmt = tx.prepare_cached(&plain_insert_sql(schema)).await?;
+        let stmt = tx.prepare_cached(&insert_sql(schema)).await?;
         tx.execute(&stmt, &[&BenchJob::KIND, &args_of(job)]).await?;
         tx.commit().await?;
         Ok(())
@@ -183,7 +176,7 @@ impl HostInsert for DieselDriver {
             .await
             .map_err(|e| BenchError::context("deadpool-diesel checkout", e))?;
         let insert = PlainInsert {
-            sql: plain_insert_sql(schema),
+            sql: insert_sql(schema),
             kind: BenchJob::KIND,
             args: args_of(job),
         };

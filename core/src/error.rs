@@ -115,6 +115,12 @@ impl Error {
     pub fn is_read_only(&self) -> bool {
         self.sqlstate() == Some(SQLSTATE_READ_ONLY_SQL_TRANSACTION)
     }
+
+    /// True when a lock was not granted in time (SQLSTATE 55P03): `lock_timeout` passed, or
+    /// `NOWAIT` found it taken.
+    pub(crate) fn is_lock_not_available(&self) -> bool {
+        self.sqlstate() == Some(sqlstate::LOCK_NOT_AVAILABLE)
+    }
 }
 
 impl From<DbError> for Error {

@@ -39,7 +39,7 @@ use crate::job::JobState;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::job_executor::JobExecutor;
 use crate::maintenance::{
-    JobAnalyzer, PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig, is_lock_timeout,
+    JobAnalyzer, PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig,
 };
 use crate::middleware::{JobMetrics, JobTracing, MetricsConfig, MiddlewareStack};
 use crate::migrator::{MigrateReport, Migrator};
@@ -699,7 +699,7 @@ impl<D: Driver> Client<D> {
                 inserted, "analyzed the job table: this client's insert outgrew its statistics"
             ),
             Ok(Ok(_)) => {}
-            Ok(Err(e)) if is_lock_timeout(&e) => {
+            Ok(Err(e)) if e.is_lock_not_available() => {
                 debug!(error = %e, inserted, "job analyzer look after an insert met a lock");
             }
             Ok(Err(e)) => warn!(error = %e, inserted, "job analyzer look after an insert failed"),

@@ -6,8 +6,8 @@
 //! at that size, and keeps doing so when a burst of inserts grows the table a thousandfold: a
 //! 100-job claim from 20,000 queued took 18.7 ms instead of 2.2 ms. Statistics taken while a
 //! large insert was still uncommitted are worse: they count none of its rows, and the planner
-//! takes the full table for a nearly empty one (a 100-job claim from 200,000 queued: 502 ms). Either
-//! lasts until autovacuum's next `ANALYZE`, up to `autovacuum_naptime` later (a minute by
+//! takes the full table for a nearly empty one (a 100-job claim from 200,000 queued: 502 ms).
+//! Either lasts until autovacuum's next `ANALYZE`, up to `autovacuum_naptime` later (a minute by
 //! default, longer on a busy server). Every interval the analyzer compares the table's rows (its
 //! inserts less its deletes, from the statistics system's cumulative counters, which no
 //! `ANALYZE` overwrites) with the rows of its statistics, and runs `ANALYZE` as soon as they are
@@ -34,8 +34,8 @@
 //! before it returns pays milliseconds instead of the default sample's 100 ms per 100,000 jobs.
 //! Autovacuum's next `ANALYZE` takes the statistics again at the server's target.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
@@ -109,11 +109,11 @@ pub struct JobAnalyzerRunOnceResult {
 
 /// Runs `ANALYZE` on the job table when it has outgrown the statistics its prepared statements'
 /// plans were made from: at least [`min_rows`](JobAnalyzerConfig::min_rows) rows, and
-/// [`growth`](JobAnalyzerConfig::growth) times the rows of its last statistics. Never while a `VACUUM` or `ANALYZE` of the table is under
-/// way or a lock it would wait for is held, and never when the client's role may not analyze
-/// the table (only the owner's role's members may: with another role the statistics stay
-/// autovacuum's); an `ANALYZE` that meets a lock taken since fails after 100 ms and is tried
-/// again at the next pass.
+/// [`growth`](JobAnalyzerConfig::growth) times the rows of its last statistics. Never while a
+/// `VACUUM` or `ANALYZE` of the table is under way or a lock it would wait for is held, and
+/// never when the client's role may not analyze the table (only the owner's role's members may:
+/// with another role the statistics stay autovacuum's); an `ANALYZE` that meets a lock taken
+/// since fails after 100 ms and is tried again at the next pass.
 #[derive(Debug, Clone)]
 pub struct JobAnalyzer<D: Driver> {
     driver: D,
@@ -131,13 +131,19 @@ struct Memory {
     overstated: AtomicI64,
     /// What the last look saw.
     seen: Mutex<Option<Seen>>,
-    /// Whether it has been logged that this role may not analyze the table.
-    told_not_permitted: AtomicBool,
     /// Held through each pass, so that the leader's pass and a client's own insert's (one
     /// client's analyzer is the same for both) do not both find the table outgrown and both
     /// `ANALYZE` it (the second would wait on the first's lock and fail): the later looks once
     /// the earlier is done.
     passing: tokio::sync::Mutex<()>,
+}
+
+impl Memory {
+    /// What the last look saw (a panic while it was held left nothing half-written: it is one
+    /// assignment).
+    fn seen(&self) -> MutexGuard<'_, Option<Seen>> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// What a look saw.
@@ -193,12 +199,7 @@ impl<D: Driver> JobAnalyzer<D> {
         if inserted < self.config.min_rows {
             return false;
         }
-        let seen = *self
-            .memory
-            .seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match seen {
+        match *self.memory.seen() {
             Some(seen) if seen.at.elapsed() < SEEN_FOR => {
                 let needed = u64::try_from(seen.stats_rows)
                     .unwrap_or(0)
@@ -245,7 +246,9 @@ impl<D: Driver> JobAnalyzer<D> {
         let before = self
             .look(conn, memory.overstated.load(Ordering::Relaxed), inserted)
             .await?;
-        if !before.permitted && !memory.told_not_permitted.swap(true, Ordering::Relaxed) {
+        // Said once, when a look first finds it (again).
+        let was_permitted = memory.seen().is_none_or(|seen| seen.permitted);
+        if !before.permitted && was_permitted {
             info!(
                 schema = self.schema.name(),
                 "this role may not analyze the job table (only members of its owner's role \
@@ -275,10 +278,7 @@ impl<D: Driver> JobAnalyzer<D> {
             stats_rows = after.stats_rows;
             result.analyzed = true;
         }
-        *memory
-            .seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Seen {
+        *memory.seen() = Some(Seen {
             stats_rows,
             permitted: before.permitted,
             at: Instant::now(),
@@ -323,7 +323,7 @@ impl<D: Driver> JobAnalyzer<D> {
                         "analyzed the job table: it outgrew the statistics its plans were made from"
                     ),
                     Ok(_) => {}
-                    Err(e) if is_lock_timeout(&e) => {
+                    Err(e) if e.is_lock_not_available() => {
                         debug!(error = %e, "job analyzer pass met a lock; looks again");
                     }
                     Err(e) => warn!(error = %e, "job analyzer pass failed"),
@@ -337,11 +337,4 @@ impl<D: Driver> JobAnalyzer<D> {
         .instrument(info_span!("job_analyzer"))
         .await
     }
-}
-
-/// Whether `e` is the `ANALYZE`'s 100 ms lock timeout (SQLSTATE 55P03): another session took a
-/// lock on the table after the look (its own `ANALYZE` or `VACUUM`, another client's pass), and
-/// the next look decides again. Not worth a warning.
-pub(crate) fn is_lock_timeout(e: &Error) -> bool {
-    e.sqlstate() == Some("55P03")
 }

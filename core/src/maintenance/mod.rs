@@ -19,7 +19,6 @@ mod queue_cleaner;
 mod queue_maintainer;
 mod queue_sampler;
 
-pub(crate) use job_analyzer::is_lock_timeout;
 pub use job_analyzer::{
     DEFAULT_ANALYZER_GROWTH, DEFAULT_ANALYZER_INTERVAL, DEFAULT_ANALYZER_MIN_ROWS, JobAnalyzer,
     JobAnalyzerConfig, JobAnalyzerRunOnceResult,

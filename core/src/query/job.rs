@@ -860,8 +860,8 @@ pub(crate) fn job_table_growth(
         .bind(inserted)
 }
 
-/// Takes the job table's statistics again, on a small sample,
-/// failing rather than waiting more than 100 ms for a lock: a script of three statements, for
+/// Takes the job table's statistics again, on a small sample, failing rather than waiting more
+/// than 100 ms for a lock: a script of three statements, for
 /// [`Executor::execute_script`](crate::driver::Executor::execute_script).
 pub(crate) fn job_analyze(schema: &Schema) -> Statement {
     schema.statement(Query::JobAnalyze)
