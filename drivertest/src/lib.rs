@@ -286,6 +286,7 @@ macro_rules! __conformance_cases {
                 failing_services_recover_and_the_client_keeps_working,
                 analyzer_replans_statements_once_the_table_outgrew_its_statistics,
                 a_large_insert_analyzes_the_table_it_outgrew,
+                the_database_owner_analyzes_a_table_it_does_not_own,
             }
             periodic {
                 each_tick_is_enqueued_once_with_several_clients,

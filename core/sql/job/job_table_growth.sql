@@ -23,7 +23,11 @@
 -- as they are. Never while a VACUUM or an ANALYZE of the table is under way or anyone holds a
 -- lock ANALYZE would wait for (the progress views name other roles' tables only to privileged
 -- roles; pg_locks names them to all), nor when this role may not analyze the table (ANALYZE
--- would only warn): only a member of the owner's role may (permitted says whether this role is).
+-- would only warn). permitted says whether this role may, as the server decides it: a member of
+-- the database owner's role may analyze every table in the database; otherwise, before
+-- PostgreSQL 17, a member of the table owner's role, and since 17 a role with the MAINTAIN
+-- privilege on the table (its owner, unless revoked, and members of pg_maintain); superusers
+-- always.
 -- A client that has just committed a large insert itself passes its row count as $5: the table
 -- holds at least those rows at once, before the inserting session reports them to the
 -- statistics system (within a second of its commit, or ten when it then stays idle).
@@ -45,7 +49,12 @@ SELECT g.stats_rows AS stats_rows, g.live_rows AS live_rows, g.permitted AS perm
         )
         AS outgrown
 FROM (
-    SELECT c.oid AS oid, pg_has_role(c.relowner, 'USAGE') AS permitted,
+    SELECT c.oid AS oid,
+        pg_catalog.pg_has_role(d.datdba, 'USAGE') OR CASE
+            WHEN pg_catalog.current_setting('server_version_num')::integer >= 170000
+                THEN pg_catalog.has_table_privilege(c.oid, 'MAINTAIN')
+            ELSE pg_catalog.pg_has_role(c.relowner, 'USAGE')
+        END AS permitted,
         greatest(c.reltuples, 0)::bigint AS stats_rows,
         greatest(
             CASE WHEN r.counted >= $4::bigint THEN r.counted - $4::bigint ELSE r.counted END,
@@ -53,6 +62,7 @@ FROM (
         ) AS live_rows
     FROM pg_catalog.pg_class c
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+    JOIN pg_catalog.pg_database d ON d.datname = pg_catalog.current_database()
     CROSS JOIN LATERAL (
         SELECT greatest(pg_catalog.pg_stat_get_tuples_inserted(c.oid)
             - pg_catalog.pg_stat_get_tuples_deleted(c.oid), 0) AS counted

@@ -111,9 +111,10 @@ pub struct JobAnalyzerRunOnceResult {
 /// plans were made from: at least [`min_rows`](JobAnalyzerConfig::min_rows) rows, and
 /// [`growth`](JobAnalyzerConfig::growth) times the rows of its last statistics. Never while a
 /// `VACUUM` or `ANALYZE` of the table is under way or a lock it would wait for is held, and
-/// never when the client's role may not analyze the table (only the owner's role's members may:
-/// with another role the statistics stay autovacuum's); an `ANALYZE` that meets a lock taken
-/// since fails after 100 ms and is tried again at the next pass.
+/// never when the client's role may not analyze the table (members of the database owner's role
+/// may, and of the table owner's role, or since PostgreSQL 17 roles with the table's `MAINTAIN`
+/// privilege: with another role the statistics stay autovacuum's); an `ANALYZE` that meets a
+/// lock taken since fails after 100 ms and is tried again at the next pass.
 #[derive(Debug, Clone)]
 pub struct JobAnalyzer<D: Driver> {
     driver: D,
@@ -251,8 +252,9 @@ impl<D: Driver> JobAnalyzer<D> {
         if !before.permitted && was_permitted {
             info!(
                 schema = self.schema.name(),
-                "this role may not analyze the job table (only members of its owner's role \
-                 may): its statistics are left to autovacuum"
+                "this role may not analyze the job table (it owns neither the table nor the \
+                 database, and has no MAINTAIN privilege on the table): its statistics are left \
+                 to autovacuum"
             );
         }
         let mut result = JobAnalyzerRunOnceResult {

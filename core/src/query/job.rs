@@ -824,7 +824,7 @@ pub(crate) struct TableGrowthRow {
     /// Rows now: inserts less deletes, as the statistics system counts them, or the rows the
     /// caller has just committed when more.
     pub(crate) live_rows: i64,
-    /// Whether this role may analyze the table (a member of its owner's role).
+    /// Whether this role may analyze the table (see `job_table_growth.sql`).
     pub(crate) permitted: bool,
     /// Whether the table has outgrown its statistics and may be analyzed now.
     pub(crate) outgrown: bool,

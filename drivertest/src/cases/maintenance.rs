@@ -10,7 +10,7 @@ use pgmill::maintenance::{
     JobAnalyzer, JobAnalyzerConfig, JobAnalyzerRunOnceResult, JobCleaner, JobCleanerConfig,
     JobRescuer, JobRescuerConfig, QueueCleaner, QueueCleanerConfig,
 };
-use pgmill::{Client, InsertOpts, InsertParams, JobState};
+use pgmill::{Client, InsertOpts, InsertParams, JobState, Migrator};
 
 use crate::doomed::DoomedProcess;
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
@@ -591,6 +591,62 @@ pub async fn a_large_insert_analyzes_the_table_it_outgrew<H: Harness>() {
     let fresh = test_client(&ctx).build().unwrap();
     assert_eq!(fresh.insert_many(&tasks(2_000)).await.unwrap().len(), 2_000);
     assert_eq!(stats_rows::<H>(&ctx).await, 3_000);
+}
+
+/// Whether a role may analyze the job table is the server's rule, not only ownership: a large
+/// insert by the owner of the database, who does not own the job table, analyzes the table
+/// before it returns, as the table's owner's would. A role that may insert jobs but owns neither
+/// the table nor the database inserts them all and analyzes nothing (its `ANALYZE` would only be
+/// skipped with a warning). On a private cluster: the case creates roles and a database.
+pub async fn the_database_owner_analyzes_a_table_it_does_not_own<H: Harness>() {
+    let cluster = crate::testdb::Cluster::start().expect("private cluster");
+    let admin = TestContext::<H::Driver>::on::<H>(cluster.url()).await;
+    admin
+        .script("CREATE ROLE app_owner LOGIN; CREATE ROLE app_user LOGIN")
+        .await;
+    admin.script("CREATE DATABASE app OWNER app_owner").await;
+    let url_as = |role: &str| {
+        cluster
+            .url()
+            .replace("postgres@", &format!("{role}@"))
+            .replace("/postgres?", "/app?")
+    };
+    // The superuser migrates, so the tables are its own.
+    let ctx = TestContext::<H::Driver>::on::<H>(url_as("postgres")).await;
+    Migrator::new(ctx.schema.clone())
+        .up(&mut ctx.conn().await, None)
+        .await
+        .unwrap();
+    ctx.script(&ctx.schema.render(
+        "ALTER TABLE {schema}.pgmill_job SET (autovacuum_enabled = false); \
+         GRANT USAGE ON SCHEMA {schema} TO app_owner, app_user; \
+         GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} \
+             TO app_owner, app_user; \
+         GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO app_owner, app_user",
+    ))
+    .await;
+    let client_as = async |role: &str| {
+        let driver = H::connect(&url_as(role), 4).await.unwrap();
+        Client::builder(driver)
+            .schema(ctx.schema.clone())
+            .build()
+            .unwrap()
+    };
+
+    let user = client_as("app_user").await;
+    assert_eq!(user.insert_bulk(&tasks(20_000)).await.unwrap(), 20_000);
+    assert!(
+        stats_rows::<H>(&ctx).await <= 0,
+        "analyzed by a role that may not"
+    );
+    let owner = client_as("app_owner").await;
+    assert_eq!(owner.insert_bulk(&tasks(20_000)).await.unwrap(), 20_000);
+    assert_eq!(
+        stats_rows::<H>(&ctx).await,
+        40_000,
+        "statistics taken by the database's owner before insert_bulk returned"
+    );
+    assert_eq!(ctx.count("pgmill_job").await, 40_000);
 }
 
 /// A claim prepared while the job table was empty keeps its generic plan, which scans the whole
