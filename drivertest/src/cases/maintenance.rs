@@ -597,7 +597,8 @@ pub async fn a_large_insert_analyzes_the_table_it_outgrew<H: Harness>() {
 /// insert by the owner of the database, who does not own the job table, analyzes the table
 /// before it returns, as the table's owner's would. A role that may insert jobs but owns neither
 /// the table nor the database inserts them all and analyzes nothing (its `ANALYZE` would only be
-/// skipped with a warning). On a private cluster: the case creates roles and a database.
+/// skipped with a warning). A look that fails leaves the insert and its announcement whole. On a
+/// private cluster: the case creates roles, a database, and takes a catalog view from roles.
 pub async fn the_database_owner_analyzes_a_table_it_does_not_own<H: Harness>() {
     let cluster = crate::testdb::Cluster::start().expect("private cluster");
     let admin = TestContext::<H::Driver>::on::<H>(cluster.url()).await;
@@ -647,6 +648,35 @@ pub async fn the_database_owner_analyzes_a_table_it_does_not_own<H: Harness>() {
         "statistics taken by the database's owner before insert_bulk returned"
     );
     assert_eq!(ctx.count("pgmill_job").await, 40_000);
+
+    // A look that fails (here: the role may no longer read pg_locks) is only logged: the insert
+    // succeeds, and its jobs are announced after it, which is how the worker, whose poll
+    // interval is an hour, finds them.
+    ctx.script(&ctx.schema.render(
+        "TRUNCATE {schema}.pgmill_job; ANALYZE {schema}.pgmill_job; \
+         REVOKE SELECT ON pg_catalog.pg_locks FROM PUBLIC",
+    ))
+    .await;
+    let worker = Client::builder(ctx.driver.clone())
+        .schema(ctx.schema.clone())
+        .queue("default", 4)
+        .worker(ScriptedWorker::ok())
+        .poll_interval(Duration::from_secs(3600))
+        .analyzer(None)
+        .build()
+        .unwrap();
+    worker.start().await.unwrap();
+    let failing = client_as("app_owner").await;
+    assert_eq!(
+        failing.insert_many(&tasks(2_000)).await.unwrap().len(),
+        2_000
+    );
+    assert_eq!(stats_rows::<H>(&ctx).await, 0, "analyzed without its look");
+    wait_for("the jobs announced and worked", async || {
+        count_in(&ctx, JobState::Completed).await == 2_000
+    })
+    .await;
+    worker.stop().await;
 }
 
 /// A claim prepared while the job table was empty keeps its generic plan, which scans the whole
