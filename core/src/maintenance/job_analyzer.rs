@@ -252,9 +252,9 @@ impl<D: Driver> JobAnalyzer<D> {
         if !before.permitted && was_permitted {
             info!(
                 schema = self.schema.name(),
-                "this role may not analyze the job table (it owns neither the table nor the \
-                 database, and has no MAINTAIN privilege on the table): its statistics are left \
-                 to autovacuum"
+                "this role may not analyze the job table (only the database's owner, the \
+                 table's owner and, from PostgreSQL 17, roles with MAINTAIN on it may): its \
+                 statistics are left to autovacuum"
             );
         }
         let mut result = JobAnalyzerRunOnceResult {

@@ -474,6 +474,15 @@ fn insert_generated<D: pgmill::driver::Driver>(ctx: &TestContext<D>, n: u32) -> 
     ))
 }
 
+/// Asserts that a claim's plan finds the claimed ids by the primary key, scanning no table.
+fn assert_finds_ids_by_primary_key(plan: &str) {
+    assert!(
+        plan.contains("Index Scan using pgmill_job_pkey on pgmill_job j")
+            && !plan.contains("Seq Scan"),
+        "{plan}"
+    );
+}
+
 /// Prepares `stale_claim` (the claim from the position) on `conn` and runs it until the server
 /// keeps its generic plan: five custom plans, then the generic one.
 async fn prepare_stale_claim<H: Harness, C: Executor>(ctx: &TestContext<H::Driver>, conn: &mut C) {
@@ -557,11 +566,7 @@ pub async fn a_large_insert_analyzes_the_table_it_outgrew<H: Harness>() {
         "statistics taken before insert_bulk returned"
     );
     let replanned = plan_of_stale_claim(&mut conn).await;
-    assert!(
-        replanned.contains("Index Scan using pgmill_job_pkey on pgmill_job j")
-            && !replanned.contains("Seq Scan"),
-        "{replanned}"
-    );
+    assert_finds_ids_by_primary_key(&replanned);
     conn.execute_script("DEALLOCATE stale_claim").await.unwrap();
     // On a small sample (a statistics target of 10): 11 histogram bounds, not the default's 101.
     let bounds: i32 = ctx
@@ -657,8 +662,7 @@ pub async fn the_database_owner_analyzes_a_table_it_does_not_own<H: Harness>() {
          REVOKE SELECT ON pg_catalog.pg_locks FROM PUBLIC",
     ))
     .await;
-    let worker = Client::builder(ctx.driver.clone())
-        .schema(ctx.schema.clone())
+    let worker = test_client(&ctx)
         .queue("default", 4)
         .worker(ScriptedWorker::ok())
         .poll_interval(Duration::from_secs(3600))
@@ -727,11 +731,7 @@ pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H
         "{grown:?}"
     );
     let replanned = plan_of_stale_claim(&mut conn).await;
-    assert!(
-        replanned.contains("Index Scan using pgmill_job_pkey on pgmill_job j")
-            && !replanned.contains("Seq Scan"),
-        "{replanned}"
-    );
+    assert_finds_ids_by_primary_key(&replanned);
     let again = analyzer.run_once().await.unwrap();
     assert!(
         !again.analyzed && again.stats_rows == 20_000,
