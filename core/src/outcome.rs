@@ -6,10 +6,10 @@ use std::fmt;
 use chrono::TimeDelta;
 use serde_json::json;
 
-use crate::claim_tokens::NO_CLAIM;
 use crate::event::EventKind;
 use crate::job::JobRow;
 use crate::query::SetStateParams;
+use crate::work::claim_tokens::NO_CLAIM;
 
 /// How one attempt of a job ended, as the completer records it.
 ///

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::catalog::Query;
 use crate::driver::Statement;
 use crate::error::Result;
 use crate::ident::{quote_ident, validate_schema_name};
+use crate::query::catalog::Query;
 
 /// The marker core's SQL templates use where the schema name goes.
 pub(crate) const SCHEMA_MARKER: &str = "{schema}";

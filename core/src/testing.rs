@@ -62,12 +62,12 @@ use crate::engine_metrics::MetricsSink;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::JobArgs;
-use crate::job_executor::JobExecutor;
 use crate::middleware::{JobTracing, MiddlewareStack};
 use crate::outcome::Outcome;
 use crate::query::{JobListPage, JobListParams, job_list_page};
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
+use crate::work::job_executor::JobExecutor;
 use crate::worker::{Job, Worker, Workers};
 
 /// Builds a [`Job`] (or the running [`JobRow`] it wraps) for a test, as a client would hand it to

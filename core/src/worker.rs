@@ -16,7 +16,6 @@ use chrono::TimeDelta;
 use futures_util::FutureExt;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use crate::claim_tokens::NO_CLAIM;
 use crate::driver::{BlockingExecutor, Executor};
 use crate::error::{Error, Result};
 use crate::fast_hash::FastMap;
@@ -24,6 +23,7 @@ use crate::job::{JobId, JobRow};
 use crate::job_args::JobArgs;
 use crate::query::{SetStateParams, job_set_state_if_running_many};
 use crate::schema::Schema;
+use crate::work::claim_tokens::NO_CLAIM;
 
 /// A boxed error, as workers return them.
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;

@@ -5,12 +5,12 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::Client;
+use crate::cluster::notifier::ControlMessage;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
 use crate::error::{Error, Result};
 use crate::ident::validate_name;
 use crate::job::{JobId, JobRow, JobState};
-use crate::notifier::ControlMessage;
 use crate::query::{
     ClientRow, JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueOverview,
     QueueRow, UnservedQueue, client_list, job_cancel, job_delete, job_get_by_id, job_list,

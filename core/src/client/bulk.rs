@@ -6,10 +6,10 @@
 use serde_json::json;
 
 use super::Client;
+use crate::cluster::notifier::ControlMessage;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
 use crate::error::{Error, Result};
-use crate::notifier::ControlMessage;
 use crate::query::{
     BulkAction, JobBatch, JobBulkRow, JobListParams, job_bulk, job_count, queue_control_notify,
 };

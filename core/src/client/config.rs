@@ -4,11 +4,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::completer::CompleterConfig;
+use crate::cluster::elector::ElectorConfig;
+use crate::cluster::heartbeat::DEFAULT_HEARTBEAT_INTERVAL;
 use crate::driver::Driver;
-use crate::elector::ElectorConfig;
 use crate::error::{Error, Result};
-use crate::heartbeat::DEFAULT_HEARTBEAT_INTERVAL;
 use crate::ident::validate_name;
 use crate::job_args::JobArgs;
 use crate::maintenance::{
@@ -20,6 +19,7 @@ use crate::periodic::PeriodicJob;
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
 use crate::service::DEFAULT_SUPERVISOR_BACKOFF;
+use crate::work::completer::CompleterConfig;
 use crate::worker::{Worker, Workers};
 
 use super::Client;
@@ -157,7 +157,7 @@ impl Default for Config {
             reject_unknown_kinds: true,
             scheduler: JobSchedulerConfig::default(),
             poll_only: false,
-            insert_notify_cooldown: Some(crate::debouncer::DEFAULT_INSERT_NOTIFY_COOLDOWN),
+            insert_notify_cooldown: Some(crate::insert::debouncer::DEFAULT_INSERT_NOTIFY_COOLDOWN),
             queue_refresh_interval: DEFAULT_QUEUE_REFRESH_INTERVAL,
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             elector: ElectorConfig::default(),

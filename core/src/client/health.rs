@@ -1,10 +1,10 @@
 //! [`Client::health`]: what a readiness endpoint reports.
 
 use crate::client::Client;
+use crate::cluster::health::{Health, ListenerState};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::with_timeout;
-use crate::health::{Health, ListenerState};
 use crate::query::{LeaderIdRow, leader_get_live};
 
 impl<D: Driver> Client<D> {

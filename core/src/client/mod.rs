@@ -22,33 +22,33 @@ use tokio::sync::{Mutex, Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use crate::claim_tokens::ClaimTokens;
-use crate::commit_watcher::CommitWatcher;
-use crate::completer::{BatchCompleter, CompleterStats};
+use crate::cluster::elector::Elector;
+use crate::cluster::health::HealthState;
+use crate::cluster::heartbeat::{Heartbeat, LastBeat};
+use crate::cluster::notifier::{NotificationRouter, Notifier};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
-use crate::elector::Elector;
 use crate::engine_metrics::MetricsSink;
 use crate::error::Result;
 use crate::event::{EventSender, Subscription};
-use crate::health::HealthState;
-use crate::heartbeat::{Heartbeat, LastBeat};
-use crate::in_flight::InFlight;
-use crate::inserter::{InsertResult, Inserter, count_inserted, due_queues};
+use crate::insert::commit_watcher::CommitWatcher;
+use crate::insert::inserter::{InsertResult, Inserter, count_inserted, due_queues};
+use crate::insert::post_commit_notifier::PostCommitNotifier;
 use crate::job::JobState;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
-use crate::job_executor::JobExecutor;
 use crate::maintenance::{
     JobAnalyzer, PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig,
 };
 use crate::middleware::{JobMetrics, JobTracing, MetricsConfig, MiddlewareStack};
 use crate::migrator::{MigrateReport, Migrator};
-use crate::notifier::{NotificationRouter, Notifier};
-use crate::post_commit_notifier::PostCommitNotifier;
-use crate::producer::{Producer, ProducerConfig};
-use crate::queue_handle::QueueHandle;
 use crate::schema::Schema;
 use crate::service::{Service, spawn_supervised, supervise};
+use crate::work::claim_tokens::ClaimTokens;
+use crate::work::completer::{BatchCompleter, CompleterStats};
+use crate::work::in_flight::InFlight;
+use crate::work::job_executor::JobExecutor;
+use crate::work::producer::{Producer, ProducerConfig};
+use crate::work::queue_handle::QueueHandle;
 use crate::worker::Workers;
 
 /// Counters of a client since it was built.

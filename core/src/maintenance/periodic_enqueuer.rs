@@ -11,7 +11,7 @@ use tracing::{Instrument, debug, info_span, warn};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
 use crate::error::{Error, Result};
-use crate::inserter::Inserter;
+use crate::insert::inserter::Inserter;
 use crate::periodic::{MissedTicks, PeriodicJob};
 use crate::query::{
     DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_upsert,

@@ -17,10 +17,10 @@ use super::queue_sampler::QueueSampler;
 use crate::driver::Driver;
 use crate::engine_metrics::MetricsSink;
 use crate::error::Result;
-use crate::inserter::Inserter;
-use crate::queue_handle::QueueHandle;
+use crate::insert::inserter::Inserter;
 use crate::schema::Schema;
 use crate::service::supervise;
+use crate::work::queue_handle::QueueHandle;
 
 /// The settings of every leader-only service.
 #[derive(Debug, Clone)]

@@ -88,8 +88,8 @@ use futures_util::future::BoxFuture;
 use crate::fast_hash::FastMap;
 use crate::job::JobRow;
 use crate::job_args::InsertParams;
-use crate::job_executor::Attempt;
 use crate::outcome::Outcome;
+use crate::work::job_executor::Attempt;
 
 /// Code that wraps every attempt of a job and sees every job inserted.
 ///

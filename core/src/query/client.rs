@@ -5,9 +5,9 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::micros;
-use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
+use crate::query::catalog::Query;
 use crate::schema::Schema;
 
 pub(crate) fn client_heartbeat(schema: &Schema, id: &str) -> Statement {

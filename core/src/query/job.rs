@@ -6,14 +6,14 @@ use std::sync::Arc;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::micros;
-use crate::catalog::Query;
 use crate::driver::{CopyIn, FromRow, HeldRows, Row, RowView, Statement};
 use crate::error::Result;
-use crate::in_flight::HeldClaim;
-use crate::inserter::InsertResult;
+use crate::insert::inserter::InsertResult;
 use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::InsertParams;
+use crate::query::catalog::Query;
 use crate::schema::Schema;
+use crate::work::in_flight::HeldClaim;
 
 /// The insert of jobs none of which is unique, returning their rows; with `notify` non-empty, the
 /// statement also notifies each of those queues on the insert channel (delivered at its commit).
@@ -26,7 +26,7 @@ pub(crate) fn job_insert_many(
     schema
         .statement(Query::JobInsertMany)
         .bind(rows)
-        .bind((!notify.is_empty()).then(|| schema.channel(crate::notifier::TOPIC_INSERT)))
+        .bind((!notify.is_empty()).then(|| schema.channel(crate::cluster::notifier::TOPIC_INSERT)))
         .bind(
             notify
                 .iter()
@@ -60,7 +60,8 @@ impl FromRow for InsertResult {
 ///
 /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) should the job's args fail to serialize.
 pub(crate) fn job_insert_one(schema: &Schema, p: &InsertParams, notify: bool) -> Result<Statement> {
-    let channel = (notify && p.is_due_now()).then(|| schema.channel(crate::notifier::TOPIC_INSERT));
+    let channel =
+        (notify && p.is_due_now()).then(|| schema.channel(crate::cluster::notifier::TOPIC_INSERT));
     let args = args_text(p)?;
     if p.is_due_now() && CopyShape::of(p) == CopyShape::Plain {
         // Nothing for the server to decide or parse beyond the args (job_insert_plain_one.sql),
@@ -736,7 +737,7 @@ pub(crate) fn job_delete_finalized(
 pub(crate) fn job_notify_committed(schema: &Schema, watched: &[(i64, &str)]) -> Statement {
     schema
         .statement(Query::JobNotifyCommitted)
-        .bind(schema.channel(crate::notifier::TOPIC_INSERT))
+        .bind(schema.channel(crate::cluster::notifier::TOPIC_INSERT))
         .bind(watched.iter().map(|(x, _)| *x).collect::<Vec<_>>())
         .bind(
             watched
@@ -788,7 +789,7 @@ impl<T> WithXact<T> {
 pub(crate) fn job_notify_insert(schema: &Schema, queues: Vec<String>) -> Statement {
     schema
         .statement(Query::JobNotifyInsert)
-        .bind(schema.channel(crate::notifier::TOPIC_INSERT))
+        .bind(schema.channel(crate::cluster::notifier::TOPIC_INSERT))
         .bind(queues)
 }
 

@@ -2,11 +2,11 @@
 //! delete the matching jobs batch by batch under a keyset cursor (`job_count.sql`,
 //! `job_bulk.sql`).
 
-use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::job::{JobId, JobState};
 use crate::query::JobListParams;
+use crate::query::catalog::Query;
 use crate::query::job::DEFAULT_LIST_LIMIT;
 use crate::schema::Schema;
 

@@ -3,10 +3,10 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::job::{JobId, JobState};
+use crate::query::catalog::Query;
 use crate::schema::Schema;
 
 /// Page size when [`JobSummaryParams::limit`] is not set.

@@ -3,9 +3,9 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::micros;
-use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
+use crate::query::catalog::Query;
 use crate::schema::Schema;
 
 /// One leadership term: who leads, since when (which names the term), and until when.
@@ -83,7 +83,7 @@ pub(crate) fn leader_resign(schema: &Schema, term: &LeaderRow) -> Statement {
         .statement(Query::LeaderResign)
         .bind(term.leader_id.as_str())
         .bind(term.elected_at)
-        .bind(schema.channel(crate::notifier::TOPIC_LEADERSHIP))
+        .bind(schema.channel(crate::cluster::notifier::TOPIC_LEADERSHIP))
 }
 
 pub(crate) fn leader_get(schema: &Schema) -> Statement {

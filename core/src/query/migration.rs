@@ -2,9 +2,9 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::catalog::Query;
 use crate::driver::{Executor, FromRow, Row};
 use crate::error::Result;
+use crate::query::catalog::Query;
 use crate::schema::Schema;
 
 /// One applied migration, as recorded in `pgmill_migration`.

@@ -1,6 +1,7 @@
 //! Every engine query: the catalog of SQL files under `core/sql/`, and one function per query,
 //! generic over any [`Executor`](crate::driver::Executor), named after its file.
 
+pub(crate) mod catalog;
 mod client;
 mod job;
 mod job_bulk;
@@ -10,6 +11,7 @@ mod migration;
 mod periodic;
 mod queue;
 mod queue_activity;
+pub(crate) mod sql_text;
 
 pub use client::ClientRow;
 pub(crate) use client::{

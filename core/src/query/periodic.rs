@@ -2,10 +2,10 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::job::JobId;
+use crate::query::catalog::Query;
 use crate::schema::Schema;
 
 /// A periodic job's schedule state and statistics.

@@ -6,10 +6,10 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::micros;
-use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::job::JobState;
+use crate::query::catalog::Query;
 use crate::schema::Schema;
 
 /// The states [`QueueRow::counts`] counts: every state a job is in before it finishes.
@@ -201,7 +201,7 @@ pub(crate) fn queue_list(schema: &Schema, only: Option<&str>, limit: usize) -> S
 pub(crate) fn queue_control_notify(schema: &Schema, messages: &[serde_json::Value]) -> Statement {
     schema
         .statement(Query::QueueControlNotify)
-        .bind(schema.channel(crate::notifier::TOPIC_CONTROL))
+        .bind(schema.channel(crate::cluster::notifier::TOPIC_CONTROL))
         .bind(messages.iter().map(ToString::to_string).collect::<Vec<_>>())
 }
 

@@ -3,9 +3,9 @@
 use chrono::TimeDelta;
 
 use super::micros;
-use crate::catalog::Query;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
+use crate::query::catalog::Query;
 use crate::schema::Schema;
 
 /// What one queue finished within a recent window.

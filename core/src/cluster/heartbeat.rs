@@ -17,16 +17,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use crate::cluster::health::HealthState;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Row};
 use crate::error::{DB_CALL_TIMEOUT, Result, with_timeout};
-use crate::health::HealthState;
-use crate::in_flight::InFlight;
 use crate::query::{
     RescuedRow, client_delete, client_heartbeat, client_register, job_notify_insert,
     job_reassert_running, job_release_orphaned,
 };
 use crate::schema::Schema;
+use crate::work::in_flight::InFlight;
 
 /// How long after detecting a restart the client keeps releasing jobs whose outcome was lost.
 const RECOVERY_WINDOW: Duration = Duration::from_secs(3);

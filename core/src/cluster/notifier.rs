@@ -16,13 +16,13 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, debug_span, info, info_span, warn};
 
+use crate::cluster::health::HealthState;
 use crate::driver::{Driver, Listener, ListenerEvent, Notification};
 use crate::engine_metrics::{MetricsSink, NOTIFIER_RECONNECTS};
 use crate::error::Result;
-use crate::health::HealthState;
 use crate::job::JobId;
-use crate::queue_handle::QueueHandle;
 use crate::schema::Schema;
+use crate::work::queue_handle::QueueHandle;
 
 /// Topic of insert notifications; the payload is the queue name.
 pub(crate) const TOPIC_INSERT: &str = "pgmill_insert";

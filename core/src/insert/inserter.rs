@@ -7,12 +7,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::commit_watcher::{CommitFollower, CommitWatcher};
-use crate::debouncer::{DEFAULT_INSERT_NOTIFY_COOLDOWN, Debouncer};
 use crate::driver::{
     BlockingExecutor, Driver, Executor, FromRow, Row, Statement, rows_as, rows_with,
 };
 use crate::error::{Error, Result};
+use crate::insert::commit_watcher::{CommitFollower, CommitWatcher};
+use crate::insert::debouncer::{DEFAULT_INSERT_NOTIFY_COOLDOWN, Debouncer};
 use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};

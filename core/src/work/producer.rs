@@ -38,20 +38,20 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{Instrument, debug, debug_span, info_span, warn};
 
-use crate::claim_tokens::ClaimTokens;
+use crate::cluster::health::HealthState;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, HeldRows};
 use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, CLAIMS_OVERLAPPED, MetricsSink};
 use crate::error::{Error, Result, with_timeout};
-use crate::health::HealthState;
-use crate::in_flight::{HeldClaim, InFlight};
-use crate::job_executor::JobExecutor;
 use crate::query::{
     FetchPosition, IdRow, QueueUpsertRow, claimed_jobs, claimed_position, job_get_available,
     job_get_cancel_requested, queue_upsert,
 };
-use crate::queue_handle::QueueHandle;
-use crate::slot_pool::{Buffered, SlotPool};
+use crate::work::claim_tokens::ClaimTokens;
+use crate::work::in_flight::{HeldClaim, InFlight};
+use crate::work::job_executor::JobExecutor;
+use crate::work::queue_handle::QueueHandle;
+use crate::work::slot_pool::{Buffered, SlotPool};
 
 /// On a hard stop, cancels the token of every job running in this queue.
 async fn cancel_running_on_kill(handle: Arc<QueueHandle>, kill: CancellationToken) {

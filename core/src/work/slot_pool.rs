@@ -14,8 +14,8 @@ use tokio::sync::{Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::job::JobRow;
-use crate::job_executor::JobExecutor;
-use crate::queue_handle::{ClaimedBatch, QueueHandle};
+use crate::work::job_executor::JobExecutor;
+use crate::work::queue_handle::{ClaimedBatch, QueueHandle};
 
 /// A claimed job waiting for a slot: the job (shared from its claim on: moving it through the
 /// buffer moves a pointer) and where its claim is registered.

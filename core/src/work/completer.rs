@@ -23,14 +23,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{Instrument, debug, debug_span, info_span, warn};
 
-use crate::claim_tokens::NO_CLAIM;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{FLUSH_OUTCOMES, FLUSH_SECONDS, MetricsSink, SUPERSEDED};
 use crate::error::{Error, Result, with_timeout};
 use crate::event::{Event, EventSender};
 use crate::fast_hash::FastMap;
-use crate::in_flight::InFlight;
 use crate::job::{JobId, JobRow, JobState};
 use crate::outcome::Outcome;
 use crate::query::{
@@ -38,6 +36,8 @@ use crate::query::{
     job_set_state_if_running_many,
 };
 use crate::schema::Schema;
+use crate::work::claim_tokens::NO_CLAIM;
+use crate::work::in_flight::InFlight;
 
 /// Default [`CompleterConfig::max_batch`].
 pub(crate) const DEFAULT_COMPLETER_MAX_BATCH: usize = 2_000;

@@ -146,7 +146,7 @@ fn is_ident_char(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::Query;
+    use crate::query::catalog::Query;
 
     #[test]
     fn comments_and_indentation_go_and_the_name_comes_first() {

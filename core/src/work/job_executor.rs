@@ -11,14 +11,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use crate::completer::Completion;
 use crate::engine_metrics::MetricsSink;
 use crate::job::JobRow;
 use crate::middleware::{JobTracing, Middleware, MiddlewareStack, Next};
 use crate::outcome::Outcome;
 use crate::retry_policy::RetryPolicy;
 use crate::schema::Schema;
-use crate::timeout_overrun::TimeoutOverruns;
+use crate::work::completer::Completion;
+use crate::work::timeout_overrun::TimeoutOverruns;
 use crate::worker::{JobAction, WorkResult, Workers, panic_message};
 
 /// Everything needed to run jobs; shared by a client's producers.

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use crate::sql_text::compact;
+use crate::query::sql_text::compact;
 
 macro_rules! queries {
     ($($variant:ident => $file:literal,)*) => {
@@ -21,7 +21,7 @@ macro_rules! queries {
             /// The SQL template, with the schema marker still in it.
             pub(crate) fn template(self) -> &'static str {
                 match self {
-                    $(Query::$variant => include_str!(concat!("../sql/", $file)),)*
+                    $(Query::$variant => include_str!(concat!("../../sql/", $file)),)*
                 }
             }
 
