@@ -3,8 +3,8 @@
 -- Version 3 wrote the rule as one regular expression with a bounded repetition,
 -- '^[A-Za-z0-9_.:/-]{1,128}$'. Postgres builds that repetition out into 128 copies of the
 -- character class and checks the constraint on every insert and on every update of a job (claims
--- and completions included, whatever columns they change): about 3.4 us of server time per row,
--- a fifth of the server's work when jobs are worked through quickly. The length is already held
+-- and completions included, whatever columns they change): a fifth of the server's work when
+-- jobs are worked through quickly. The length is already held
 -- by version 1's queue_length constraint (1 to 128 characters), so the character rule alone,
 -- '^[A-Za-z0-9_.:/-]+$', says the same thing at about a twentieth of the cost.
 --

@@ -2,15 +2,14 @@
 --
 -- Postgres rebuilds a table's CHECK expressions from their stored text in every statement that
 -- writes a row, before it checks the first one. Versions 1 to 6 held pgmill_job's rules in nine
--- constraints, which cost about 250,000 instructions per statement to rebuild (callgrind of a
--- PostgreSQL 15 backend): 43 % of a one-row INSERT's server work, paid again by every claim and
--- every completion batch. This version holds the same rules in one constraint calling a PL/pgSQL
--- function, compiled once per session: a one-row INSERT costs the backend 164,000 instructions
--- (28 %) less. Each row then pays about 3,300 instructions for the call, which the rows of the
--- default queue get back by skipping the regular expression (their name is known to follow the
--- rule): a statement writing many rows costs what it did for them. For other queues statements of
--- more than about 50 rows pay a little more than before (5 % per row in a 1,000-row insert, 1.2 %
--- in a 100-row update) and every smaller one less.
+-- constraints, whose rebuilding was close to half of a one-row INSERT's server work (callgrind of
+-- a PostgreSQL 15 backend), paid again by every claim and every completion batch. This version
+-- holds the same rules in one constraint calling a PL/pgSQL function, compiled once per session: a
+-- one-row INSERT costs the backend about a quarter less. Each row then pays for the call, which the
+-- rows of the default queue get back by skipping the regular expression (their name is known to
+-- follow the rule): a statement writing many rows costs what it did for them. For other queues
+-- statements of more than about 50 rows pay a little more than before (a few per cent per row) and
+-- every smaller one less.
 --
 -- A row breaking a rule is refused with SQLSTATE 23514 as before, and the error names the rule
 -- by the name its own constraint had (priority_in_range, queue_name, ...), with a detail saying

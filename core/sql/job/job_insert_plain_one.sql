@@ -3,8 +3,7 @@
 -- created_at and scheduled_at both now()), so the server decides nothing and parses no JSON or
 -- array beyond the args. Sends no notification: job_insert_plain_one_notify.sql is this insert
 -- carrying one. A plain VALUES row, which the server sets up for each execution at less cost than
--- the notifying form's subquery (about 10,000 instructions, a few per cent of the whole
--- transaction's server work).
+-- the notifying form's subquery (a few per cent of the whole transaction's server work).
 -- Returns the id, created_at (scheduled_at is the same now(), and the state is available: the
 -- client fills both in rather than having them sent) and the inserting transaction's id
 -- (xact_id), which the commit watcher asks the database about when it is to announce the job

@@ -4,7 +4,7 @@
 -- pair gives its oldest ids after the cursor, and only the page's rows are read, so a page of a
 -- rare state or queue costs the same however many finished jobs the table keeps. (One scan in id
 -- order with the state compared as text read every row of the table to list a state that has
--- none: 480 ms at 1,000,000 jobs.) With ids it reads those ids; with kinds alone (no index has
+-- none.) With ids it reads those ids; with kinds alone (no index has
 -- kinds) it walks ids in order instead. The planner picks the index walk from the table's
 -- statistics: on statistics taken before most of the table's rows changed state (until
 -- autovacuum's next ANALYZE) it may walk ids in order instead, as before.

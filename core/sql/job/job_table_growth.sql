@@ -2,13 +2,13 @@
 -- analyzer takes them again (job_analyze.sql). A prepared statement's generic plan is made from
 -- the statistics of when it is made and kept until they change: a claim's plan made while the
 -- table held a few rows finds the claimed ids by a sequential scan (the cheapest way at that
--- size), and keeps doing so after a burst of inserts has grown the table to thousands of pages
--- (a 100-job claim from 20,000 queued: 18.7 ms, against 2.2 ms once replanned). Worse, an
--- ANALYZE that ran while a large insert was still uncommitted counted none of its rows: the
--- planner then takes the full table for a nearly empty one (a 100-job claim from 200,000 queued:
--- 502 ms, a sort of every available job). Either lasts until autovacuum's next ANALYZE, up to
--- autovacuum_naptime after the table changed and later on a busy server. An ANALYZE updates the
--- table's pg_class row, which makes every session replan its statements on the table.
+-- size), and keeps doing so after a burst of inserts has grown the table to thousands of pages,
+-- several times slower than once replanned. Worse, an ANALYZE that ran while a large insert was
+-- still uncommitted counted none of its rows: the planner then takes the full table for a nearly
+-- empty one, and a claim sorts every available job. Either lasts until autovacuum's next
+-- ANALYZE, up to autovacuum_naptime after the table changed and later on a busy server. An
+-- ANALYZE updates the table's pg_class row, which makes every session replan its statements on
+-- the table.
 -- Outgrown: the table's rows, as its inserts less its deletes since the statistics system was
 -- last reset (cumulative counters, which no ANALYZE overwrites; rolled-back inserts and deletes
 -- count too), less $4, are at least $2 and at least $3 times the rows of the statistics
