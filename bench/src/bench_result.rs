@@ -393,7 +393,7 @@ impl BenchResult {
         v
     }
 
-    /// Whether the figure meets issue 12's target for this scenario and driver, with the target;
+    /// Whether the figure meets pgmill's target for this scenario and driver, with the target;
     /// `None` where there is none (the references, the one-call bulk insert).
     pub(crate) fn target(&self) -> Option<(bool, String)> {
         if [CEILING, CEILING_NOTIFY, ADVISORY].contains(&self.driver) || is_host_plain(self.driver)

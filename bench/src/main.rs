@@ -105,23 +105,23 @@ pub(crate) struct BenchArgs {
     /// again); throughput is the median run, latency percentiles pool every run's samples.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub(crate) repeat: u64,
-    /// A round (every contender once) during which the hypervisor took more than this percentage
+    /// A pass (every contender once) during which the hypervisor took more than this percentage
     /// of the machine's CPU (steal time) from any of its runs is run again, up to `--repeat` more
-    /// rounds per scenario; when too few rounds stay within it, the least disturbed are used. The
-    /// rounds set aside are reported. 100 keeps every round.
+    /// passes per scenario; when too few passes stay within it, the least disturbed are used. The
+    /// passes set aside are reported. 100 keeps every pass.
     #[arg(long, value_name = "PCT", default_value_t = 5.0, value_parser = percent)]
     pub(crate) max_stolen: f64,
-    /// A round in which the speed probe (a fixed piece of arithmetic timed every 200 ms by its
+    /// A pass in which the speed probe (a fixed piece of arithmetic timed every 200 ms by its
     /// thread's CPU clock) took more than this percentage longer or shorter in one run than in
-    /// the round's first (the ceiling's, to which every figure is compared) is run again in the
-    /// same way: that contender met a machine of different speed. 1000 keeps every round.
+    /// the pass's first (the ceiling's, to which every figure is compared) is run again in the
+    /// same way: that contender met a machine of different speed. 1000 keeps every pass.
     #[arg(long, value_name = "PCT", default_value_t = 15.0, value_parser = spread_percent)]
     pub(crate) max_speed_spread: f64,
-    /// A round in which the flush probe (one 8 KiB block rewritten and flushed with `fdatasync`
+    /// A pass in which the flush probe (one 8 KiB block rewritten and flushed with `fdatasync`
     /// in the temporary directory every 50 ms) took on average more than this percentage longer
-    /// or shorter per flush in one run than in the round's first (the ceiling's) is run again in
+    /// or shorter per flush in one run than in the pass's first (the ceiling's) is run again in
     /// the same way: that contender's commits waited on a disk of different speed than the
-    /// ceiling's. 1000 keeps every round.
+    /// ceiling's. 1000 keeps every pass.
     #[arg(long, value_name = "PCT", default_value_t = 25.0, value_parser = spread_percent)]
     pub(crate) max_flush_spread: f64,
     /// Skips the hand-written references (to profile one driver alone); results then have no
@@ -241,7 +241,7 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
                 }
                 if rounds::disturbed(&round, limits) {
                     progress::note(&format!(
-                        "{scenario}: {:.0} % of the CPU stolen in a round, its CPU in one run \
+                        "{scenario}: {:.0} % of the CPU stolen in a pass, its CPU in one run \
                          {:.0} % and disk flush {:.0} % off its first run's; running it again",
                         rounds::most_stolen(&round) * 100.0,
                         rounds::speed_spread(&round) * 100.0,
@@ -254,7 +254,7 @@ async fn run(args: BenchArgs) -> Result<(), BenchError> {
             let (kept, set_aside) = rounds::keep(ran, repeat, limits);
             if set_aside > 0 {
                 set_aside_lines.push(format!(
-                    "{scenario}: {set_aside} of {ran_count} rounds set aside (more than {} % of \
+                    "{scenario}: {set_aside} of {ran_count} passes set aside (more than {} % of \
                      the CPU stolen during one of their runs, or the CPU more than {} % or the \
                      disk's flush more than {} % slower or faster in one run than in the first)",
                     args.max_stolen, args.max_speed_spread, args.max_flush_spread

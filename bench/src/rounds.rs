@@ -1,33 +1,33 @@
-//! Rounds of one scenario: every contender once, the references first. A round is run again when
+//! Passes of one scenario: every contender once, the references first. A pass is run again when
 //! the machine did not give its contenders the same conditions: the hypervisor took more than
 //! `--max-stolen` of the machine's CPU (steal time) from one of its runs, or the probes (see
-//! [`crate::speed_probe`]) found one of its runs on a CPU slower or faster than the round's first
+//! [`crate::speed_probe`]) found one of its runs on a CPU slower or faster than the pass's first
 //! run by more than `--max-speed-spread`, or with a disk slower or faster to flush by more than
 //! `--max-flush-spread`. The first run is the ceiling's whenever there is one, and each figure is
 //! reported as a ratio to the ceiling's: so each contender's run is held to the run it is
 //! compared with, not to every other contender's (runs 40 % faster and 40 % slower than the
 //! ceiling's are each within 50 % of it, though 2.3 times apart). So one contender's figure is
-//! neither the neighbour's load nor the minute it ran in; the rounds set aside are reported.
+//! neither the neighbour's load nor the minute it ran in; the passes set aside are reported.
 
 use crate::bench_result::Measurement;
 
-/// One run of each contender, in the order they ran.
+/// A pass: one run of each contender, in the order they ran.
 pub(crate) type Round = Vec<Measurement>;
 
-/// What a round may see and still count as undisturbed.
+/// What a pass may see and still count as undisturbed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Limits {
     /// The most of the machine's CPU (a share, 0 to 1) stolen during any run.
     pub(crate) max_stolen: f64,
-    /// The most the speed probe's time in any run may differ from that in the round's first run
+    /// The most the speed probe's time in any run may differ from that in the pass's first run
     /// (a share of the smaller: 0.15 is 15 % slower or faster).
     pub(crate) max_speed_spread: f64,
-    /// The most the flush probe's mean in any run may differ from that in the round's first run
+    /// The most the flush probe's mean in any run may differ from that in the pass's first run
     /// (a share of the smaller).
     pub(crate) max_flush_spread: f64,
 }
 
-/// The most of the machine's CPU stolen during any run of `round` (0 where none could be read).
+/// The most of the machine's CPU stolen during any run of the pass (0 where none could be read).
 pub(crate) fn most_stolen(round: &[Measurement]) -> f64 {
     round
         .iter()
@@ -35,14 +35,14 @@ pub(crate) fn most_stolen(round: &[Measurement]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// How much slower or faster the CPU was in the run of `round` farthest from its first run, by
-/// the speed probe (a share; 0 where fewer than two runs could read it).
+/// How much slower or faster the CPU was in the pass's run farthest from its first run, by the
+/// speed probe (a share; 0 where fewer than two runs could read it).
 pub(crate) fn speed_spread(round: &[Measurement]) -> f64 {
     off_the_first(round.iter().map(|m| m.machine().probe_ms))
 }
 
-/// How much slower or faster the disk flushed in the run of `round` farthest from its first run,
-/// by the flush probe (a share; 0 where fewer than two runs could read it).
+/// How much slower or faster the disk flushed in the pass's run farthest from its first run, by
+/// the flush probe (a share; 0 where fewer than two runs could read it).
 pub(crate) fn flush_spread(round: &[Measurement]) -> f64 {
     off_the_first(round.iter().map(|m| m.machine().flush_ms))
 }
@@ -59,7 +59,7 @@ fn off_the_first(readings: impl Iterator<Item = Option<f64>>) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// How far `round` went past `limits` (0 when within them): the largest of its excess stolen
+/// How far the pass went past `limits` (0 when within them): the largest of its excess stolen
 /// share and its excess spreads.
 fn excess(round: &[Measurement], limits: Limits) -> f64 {
     let stolen = most_stolen(round) - limits.max_stolen;
@@ -68,19 +68,19 @@ fn excess(round: &[Measurement], limits: Limits) -> f64 {
     stolen.max(speed).max(flush).max(0.0)
 }
 
-/// Whether `round` went past `limits` in any run.
+/// Whether the pass went past `limits` in any run.
 pub(crate) fn disturbed(round: &[Measurement], limits: Limits) -> bool {
     excess(round, limits) > 0.0
 }
 
-/// Whether to run another round after `ran`, for `repeat` rounds within `limits`: until that
-/// many are, and at most `repeat` rounds more than that.
+/// Whether to run another pass after `ran`, for `repeat` passes within `limits`: until that
+/// many are, and at most `repeat` passes more than that.
 pub(crate) fn another(ran: &[Round], repeat: usize, limits: Limits) -> bool {
     let quiet = ran.iter().filter(|r| !disturbed(r, limits)).count();
     quiet < repeat && ran.len() < repeat.saturating_mul(2)
 }
 
-/// The rounds to report out of `rounds` run for `repeat` wanted: those within `limits`, in the
+/// The passes to report out of those run for `repeat` wanted: those within `limits`, in the
 /// order they ran, then, if fewer than `repeat`, the least disturbed of the others. Returns them
 /// with how many were set aside.
 pub(crate) fn keep(rounds: Vec<Round>, repeat: usize, limits: Limits) -> (Vec<Round>, usize) {

@@ -11,9 +11,9 @@
 //!   for `fdatasync` every [`FLUSH_INTERVAL`], timed by the wall clock; a run's figure is the
 //!   mean sample (the median hardly moves: a slow disk shows in its tail).
 //!
-//! A run whose figures differ from those of its round's first run (the ceiling's) by more than
-//! `--max-speed-spread` or `--max-flush-spread` ran on a machine of different speed (see
-//! [`crate::rounds`]).
+//! A run whose figures differ from those of its pass's first run (the ceiling's) by more than
+//! `--max-speed-spread` or `--max-flush-spread` ran on a machine of different speed, and its pass
+//! (every contender once) is run again.
 //!
 //! The probes cost [`WORK_ITERATIONS`] steps every [`CPU_INTERVAL`] (under 2 % of one CPU) and
 //! one small flush every [`FLUSH_INTERVAL`], the same for every contender.

@@ -13,8 +13,8 @@
 //! completed, from the two sides' own counters: a `count(*)` would itself walk the dead index
 //! entries a held snapshot keeps) and `pg_stat_user_tables` for `pgmill_job` (live and dead
 //! tuples, autovacuum runs, size). It prints one row per `--print-secs`, then every 30 s window:
-//! its completion rate against the run's median (issue 12's steady target: no 30 s window below
-//! 90 % of the median) and the table at its end. At the end the
+//! its completion rate against the run's median (the target: no 30 s window below 90 % of the
+//! median) and the table at its end. At the end the
 //! backlog is drained and every job is checked to have run exactly once (the workers' counts and
 //! the table). The database is `--database-url`, else `DATABASE_URL`, else a throwaway cluster
 //! with initdb's default settings.

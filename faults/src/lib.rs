@@ -33,7 +33,7 @@
 //! machine: about 80 s each, 2.6 minutes for the three). The combined plan ([`Plan::combined`])
 //! runs 66 s of faults with 4 workers of 4 slots and jobs of 10 to 100 ms: the leader killed at
 //! 4 s, a worker frozen from 6 s to 28 s (its 10 s job timeout and the 15 s client timeout pass
-//! while it is frozen), other workers killed at 12 s and 20 s, three rounds of backend
+//! while it is frozen), other workers killed at 12 s and 20 s, three sweeps of backend
 //! terminations from 30 s, a soft stop at 44 s, a crash restart at 52 s and the leader killed
 //! again at 62 s. The long
 //! plan ([`Plan::long`], `PGMILL_FAULTS_LONG=1`) runs three minutes with 4 workers of 16 slots, a
@@ -82,7 +82,7 @@
 //!   kill sqlx-w2-g3 (leader) at 62.1 s: held 76 running; 76 rescued after 12.3 s,
 //!     76 ran again after 12.3 / 12.9 / 13.4 s
 //!   soft stop of sqlx-w2-g2 under load: exited cleanly after 0.1 s
-//!   backends terminated per round: [..]; crash restarts took: [..] s (under a second)
+//!   backends terminated per sweep: [..]; crash restarts took: [..] s (under a second)
 //!   workers at the end: 4 of 4 exited cleanly on SIGTERM
 //! ```
 //!

@@ -76,7 +76,7 @@ fn step(secs: u64, fault: Fault) -> Step {
 impl Plan {
     /// The plan CI runs on every driver, about 70 s of faults: kills of the leader and of random
     /// workers, one worker frozen for 22 s (longer than the 15 s client timeout and the 10 s job
-    /// timeout), three rounds of backend terminations, one crash restart, and the leader killed
+    /// timeout), three sweeps of backend terminations, one crash restart, and the leader killed
     /// after it.
     pub fn combined() -> Plan {
         use Fault::*;
@@ -104,9 +104,9 @@ impl Plan {
         }
     }
 
-    /// The long plan (`PGMILL_FAULTS_LONG=1`), close to the runs of the issue that asked for
-    /// these tests: 4 workers of 16 slots for 3 minutes, a kill every 5 s (the leader at 5 s and
-    /// 100 s), backends terminated every 10 s, the leader frozen for 40 s, two crash restarts.
+    /// The long plan (`PGMILL_FAULTS_LONG=1`), heavier and closer to a busy deployment: 4 workers
+    /// of 16 slots for 3 minutes, a kill every 5 s (the leader at 5 s and 100 s), backends
+    /// terminated every 10 s, the leader frozen for 40 s, two crash restarts.
     pub fn long() -> Plan {
         use Fault::*;
         let mut steps = Vec::new();

@@ -199,7 +199,7 @@ impl Probe {
                 Ok(params.len() as u64)
             }
             Err(e) => {
-                // The next round tries again on a fresh connection; an insert whose reply was
+                // The next top-up tries again on a fresh connection; an insert whose reply was
                 // lost is told apart by `n` (its numbers are inserted again, not skipped).
                 tracing::debug!(error = %e, "top-up failed");
                 self.client = None;

@@ -87,7 +87,7 @@ pub struct Report {
     pub stale_work: i64,
     /// Per kill, freeze and soft stop.
     pub faults: Vec<FaultFigures>,
-    /// Backends terminated, per round.
+    /// Backends terminated, per sweep (one `TerminateBackends` step).
     pub terminated: Vec<i64>,
     /// Seconds each crash restart took.
     pub restarts_s: Vec<f64>,
@@ -399,7 +399,7 @@ impl fmt::Display for Report {
             };
             writeln!(f, "  soft stop of {id} under load: {how} after {secs:.1} s")?;
         }
-        writeln!(f, "  backends terminated per round: {:?}", self.terminated)?;
+        writeln!(f, "  backends terminated per sweep: {:?}", self.terminated)?;
         writeln!(
             f,
             "  crash restarts took: {:?} s",
