@@ -4,7 +4,9 @@
 use std::io::{BufRead, IsTerminal, Write};
 
 use clap::{Args, Subcommand};
-use pgmill::admin::{BulkAction, JobListPage, JobListParams, JobSummaryPage, JobSummaryParams};
+use pgmill::admin::{
+    BulkAction, JobFilter, JobListPage, JobListParams, JobSummaryPage, JobSummaryParams,
+};
 use pgmill::{Client, JobId, JobRow, JobState};
 use pgmill_driver_tokio_postgres::TokioPostgresDriver;
 use serde_json::json;
@@ -271,11 +273,9 @@ pub(crate) fn newest_params(
     limit: u32,
     before: Option<i64>,
 ) -> JobSummaryParams {
-    let filter = list_params(states, queues, kinds, limit, None);
-    let mut params = JobSummaryParams::new().limit(limit as usize);
-    params.states = filter.states;
-    params.queues = filter.queues;
-    params.kinds = filter.kinds;
+    let mut params = JobSummaryParams::new()
+        .filter(job_filter(states, queues, kinds))
+        .limit(limit as usize);
     params.before = before.map(JobId);
     params
 }
@@ -332,6 +332,21 @@ fn shown(text: String, full: bool) -> String {
     format!("{cut}... ({chars} characters; --full shows all)")
 }
 
+/// The command-line filters; an empty list filters nothing.
+fn job_filter(states: Vec<JobState>, queues: Vec<String>, kinds: Vec<String>) -> JobFilter {
+    let mut filter = JobFilter::new();
+    if !states.is_empty() {
+        filter = filter.states(states);
+    }
+    if !queues.is_empty() {
+        filter = filter.queues(queues);
+    }
+    if !kinds.is_empty() {
+        filter = filter.kinds(kinds);
+    }
+    filter
+}
+
 /// The listing parameters from the command-line filters.
 pub(crate) fn list_params(
     states: Vec<JobState>,
@@ -340,16 +355,9 @@ pub(crate) fn list_params(
     limit: u32,
     after: Option<i64>,
 ) -> JobListParams {
-    let mut params = JobListParams::new().limit(limit as usize);
-    if !states.is_empty() {
-        params = params.states(states);
-    }
-    if !queues.is_empty() {
-        params = params.queues(queues);
-    }
-    if !kinds.is_empty() {
-        params = params.kinds(kinds);
-    }
+    let mut params = JobListParams::new()
+        .filter(job_filter(states, queues, kinds))
+        .limit(limit as usize);
     if let Some(after) = after {
         params = params.after(JobId(after));
     }
@@ -545,9 +553,9 @@ mod tests {
             5,
             Some(7),
         );
-        assert_eq!(p.states, Some(vec![JobState::Available]));
-        assert_eq!(p.queues, Some(vec!["q".to_owned()]));
-        assert_eq!(p.kinds, Some(vec!["k".to_owned()]));
+        assert_eq!(p.filter.states, Some(vec![JobState::Available]));
+        assert_eq!(p.filter.queues, Some(vec!["q".to_owned()]));
+        assert_eq!(p.filter.kinds, Some(vec!["k".to_owned()]));
         assert_eq!((p.limit, p.after), (Some(5), Some(JobId(7))));
     }
 }

@@ -274,6 +274,42 @@ fn attempt_errors(errors: Vec<serde_json::Value>) -> Result<Vec<AttemptError>> {
         .collect()
 }
 
+/// What an insert did with one job: the job inserted, or, for a unique job that had a duplicate,
+/// the existing job ([`UniqueOpts`](crate::UniqueOpts)).
+///
+/// It dereferences to the job, so `result.id` reads the job's id.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct InsertResult {
+    /// The job inserted, or the duplicate found instead (as it is now: possibly running or
+    /// finished).
+    pub job: JobRow,
+    /// True when nothing was inserted because `job`, an existing job, is a duplicate.
+    pub skipped_as_duplicate: bool,
+}
+
+impl InsertResult {
+    pub(crate) fn new(job: JobRow, skipped_as_duplicate: bool) -> Self {
+        InsertResult {
+            job,
+            skipped_as_duplicate,
+        }
+    }
+
+    /// The job, inserted or found.
+    pub fn into_job(self) -> JobRow {
+        self.job
+    }
+}
+
+impl std::ops::Deref for InsertResult {
+    type Target = JobRow;
+
+    fn deref(&self) -> &JobRow {
+        &self.job
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,11 +8,11 @@
 use pgmill_migrations::{LINE, MIGRATIONS, Migration};
 use tracing::info;
 
+use crate::admin::MigrationRow;
 use crate::driver::{Executor, Transaction};
 use crate::error::{Error, Result};
 use crate::query::{
-    MigrationRow, migration_delete, migration_get_all, migration_insert, migration_lock,
-    migration_table_exists,
+    migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,
 };
 use crate::schema::Schema;
 

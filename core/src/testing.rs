@@ -56,6 +56,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::admin::{JobListPage, JobListParams};
 use crate::client::Config;
 use crate::driver::Executor;
 use crate::engine_metrics::MetricsSink;
@@ -64,7 +65,7 @@ use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::JobArgs;
 use crate::middleware::{JobTracing, MiddlewareStack};
 use crate::outcome::Outcome;
-use crate::query::{JobListPage, JobListParams, job_list_page};
+use crate::query::job_list_page;
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
 use crate::work::job_executor::JobExecutor;

@@ -1,7 +1,7 @@
 //! The jobs page's filter, as it travels in the query string: parsed and checked here, bound as
 //! parameters by core, never written into SQL.
 
-use pgmill::admin::{JobListParams, JobSummaryParams};
+use pgmill::admin::{self, JobListParams, JobSummaryParams};
 use pgmill::{JobId, JobState};
 use serde::Deserialize;
 
@@ -88,23 +88,6 @@ impl FilterQuery {
     }
 }
 
-/// `params` (any core parameters with `states`, `queues` and `kinds`) narrowed to `filter`.
-macro_rules! filtered {
-    ($filter:expr, $params:expr) => {{
-        let (filter, mut p) = ($filter, $params);
-        if let Some(s) = filter.state {
-            p = p.states([s]);
-        }
-        if let Some(q) = &filter.queue {
-            p = p.queues([q.clone()]);
-        }
-        if let Some(k) = &filter.kind {
-            p = p.kinds([k.clone()]);
-        }
-        p
-    }};
-}
-
 impl JobFilter {
     /// True when nothing is filtered.
     pub(crate) fn is_empty(&self) -> bool {
@@ -113,12 +96,27 @@ impl JobFilter {
 
     /// The core listing parameters for this filter.
     pub(crate) fn summary_params(&self) -> JobSummaryParams {
-        filtered!(self, JobSummaryParams::new())
+        JobSummaryParams::new().filter(self.core_filter())
     }
 
     /// The core parameters of a bulk action on this filter.
     pub(crate) fn list_params(&self) -> JobListParams {
-        filtered!(self, JobListParams::new())
+        JobListParams::new().filter(self.core_filter())
+    }
+
+    /// The core filter: each part given narrows it.
+    fn core_filter(&self) -> admin::JobFilter {
+        let mut f = admin::JobFilter::new();
+        if let Some(s) = self.state {
+            f = f.states([s]);
+        }
+        if let Some(q) = &self.queue {
+            f = f.queues([q.clone()]);
+        }
+        if let Some(k) = &self.kind {
+            f = f.kinds([k.clone()]);
+        }
+        f
     }
 
     /// The filter's query string (without `?`), with `before` when given.

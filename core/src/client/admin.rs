@@ -5,6 +5,10 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::Client;
+use crate::admin::{
+    ClientRow, JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueOverview, QueueRow,
+    UnservedQueue,
+};
 use crate::cluster::notifier::ControlMessage;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
@@ -12,9 +16,8 @@ use crate::error::{Error, Result};
 use crate::ident::validate_name;
 use crate::job::{JobId, JobRow, JobState};
 use crate::query::{
-    ClientRow, JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueName, QueueOverview,
-    QueueRow, UnservedQueue, client_list, job_cancel, job_delete, job_get_by_id, job_list,
-    job_list_page, job_release_pending, job_retry, leader_get, periodic_list, periodic_set_paused,
+    QueueName, client_list, job_cancel, job_delete, job_get_by_id, job_list, job_list_page,
+    job_release_pending, job_retry, leader_get, periodic_list, periodic_set_paused,
     queue_control_notify, queue_list, queue_overview, queue_pause, queue_resume,
 };
 

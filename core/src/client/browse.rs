@@ -5,12 +5,12 @@
 use chrono::TimeDelta;
 
 use super::Client;
+use crate::admin::{JobSummaryPage, JobSummaryParams, QueueActivity, QueueOverview};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::Result;
 use crate::query::{
-    JobSummaryPage, JobSummaryParams, QueueActivity, QueueOverview, job_count_recent_by_queue,
-    job_list_newest, job_list_newest_page, queue_overview,
+    job_count_recent_by_queue, job_list_newest, job_list_newest_page, queue_overview,
 };
 
 impl<D: Driver> Client<D> {

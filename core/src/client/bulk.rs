@@ -6,13 +6,12 @@
 use serde_json::json;
 
 use super::Client;
+use crate::admin::{BulkAction, JobBatch, JobListParams};
 use crate::cluster::notifier::ControlMessage;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, Transaction};
 use crate::error::{Error, Result};
-use crate::query::{
-    BulkAction, JobBatch, JobBulkRow, JobListParams, job_bulk, job_count, queue_control_notify,
-};
+use crate::query::{JobBulkRow, job_bulk, job_count, queue_control_notify};
 
 impl<D: Driver> Client<D> {
     /// How many jobs match the filter of `params` (its cursor and page size are ignored).

@@ -32,8 +32,9 @@ use crate::engine_metrics::MetricsSink;
 use crate::error::Result;
 use crate::event::{EventSender, Subscription};
 use crate::insert::commit_watcher::CommitWatcher;
-use crate::insert::inserter::{InsertResult, Inserter, count_inserted, due_queues};
+use crate::insert::inserter::{Inserter, count_inserted, due_queues};
 use crate::insert::post_commit_notifier::PostCommitNotifier;
+use crate::job::InsertResult;
 use crate::job::JobState;
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::maintenance::{

@@ -32,14 +32,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::{Instrument, debug_span, info, info_span, warn};
 
+use crate::admin::LeaderRow;
 use crate::cluster::heartbeat::LastBeat;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{IS_LEADER, LEADER_ELECTIONS, MetricsSink};
 use crate::error::{Error, Result};
-use crate::query::{
-    ElectionRow, LeaderRow, leader_attempt_elect, leader_attempt_reelect, leader_resign,
-};
+use crate::query::{ElectionRow, leader_attempt_elect, leader_attempt_reelect, leader_resign};
 use crate::schema::Schema;
 
 /// Default [`ElectorConfig::interval`].

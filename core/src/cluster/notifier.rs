@@ -21,15 +21,9 @@ use crate::driver::{Driver, Listener, ListenerEvent, Notification};
 use crate::engine_metrics::{MetricsSink, NOTIFIER_RECONNECTS};
 use crate::error::Result;
 use crate::job::JobId;
+use crate::query::topic::{TOPIC_CONTROL, TOPIC_INSERT, TOPIC_LEADERSHIP};
 use crate::schema::Schema;
 use crate::work::queue_handle::QueueHandle;
-
-/// Topic of insert notifications; the payload is the queue name.
-pub(crate) const TOPIC_INSERT: &str = "pgmill_insert";
-/// Topic of control messages (pause, resume, cancel), JSON payloads.
-pub(crate) const TOPIC_CONTROL: &str = "pgmill_control";
-/// Topic of leadership changes.
-pub(crate) const TOPIC_LEADERSHIP: &str = "pgmill_leadership";
 
 /// A message on the control topic.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use crate::driver::{
 use crate::error::{Error, Result};
 use crate::insert::commit_watcher::{CommitFollower, CommitWatcher};
 use crate::insert::debouncer::{DEFAULT_INSERT_NOTIFY_COOLDOWN, Debouncer};
-use crate::job::{JobRow, JobState};
+use crate::job::{InsertResult, JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::middleware::{Middleware, MiddlewareStack, TracePropagator, trace_propagator};
 use crate::query::{
@@ -28,42 +28,6 @@ const BULK_INSERT_CHUNK: usize = 5_000;
 const BULK_COPY_CHUNK: usize = 20_000;
 /// Rows in the first chunk of the bulk path's COPY stream; chunks double from there.
 const BULK_COPY_FIRST_CHUNK: usize = 1_250;
-
-/// What an insert did with one job: the job inserted, or, for a unique job that had a duplicate,
-/// the existing job ([`UniqueOpts`](crate::UniqueOpts)).
-///
-/// It dereferences to the job, so `result.id` reads the job's id.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct InsertResult {
-    /// The job inserted, or the duplicate found instead (as it is now: possibly running or
-    /// finished).
-    pub job: JobRow,
-    /// True when nothing was inserted because `job`, an existing job, is a duplicate.
-    pub skipped_as_duplicate: bool,
-}
-
-impl InsertResult {
-    pub(crate) fn new(job: JobRow, skipped_as_duplicate: bool) -> Self {
-        InsertResult {
-            job,
-            skipped_as_duplicate,
-        }
-    }
-
-    /// The job, inserted or found.
-    pub fn into_job(self) -> JobRow {
-        self.job
-    }
-}
-
-impl std::ops::Deref for InsertResult {
-    type Target = JobRow;
-
-    fn deref(&self) -> &JobRow {
-        &self.job
-    }
-}
 
 /// Inserts jobs through any executor: a pooled connection, or the application's own transaction.
 ///

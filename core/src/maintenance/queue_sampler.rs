@@ -7,11 +7,12 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::admin::{LIVE_STATES, QueueRow};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE};
 use crate::error::{Error, Result};
-use crate::query::{LIVE_STATES, QueueRow, queue_list};
+use crate::query::queue_list;
 use crate::schema::Schema;
 
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);

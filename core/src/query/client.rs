@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::TimeDelta;
 
 use super::micros;
+use crate::admin::ClientRow;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::query::catalog::Query;
@@ -60,32 +61,6 @@ pub(crate) fn client_list(schema: &Schema, live_within: TimeDelta) -> Statement 
     schema
         .statement(Query::ClientList)
         .bind(micros(live_within))
-}
-
-/// A client registered in the schema, as [`Client::client_list`](crate::Client::client_list)
-/// shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ClientRow {
-    /// The client's id (as recorded in `attempted_by`).
-    pub id: String,
-    /// The host it runs on.
-    pub hostname: String,
-    /// Its process id.
-    pub pid: i32,
-    /// When it registered.
-    pub started_at: DateTime<Utc>,
-    /// Its last heartbeat.
-    pub heartbeat_at: DateTime<Utc>,
-    /// How long ago its last heartbeat was, by the database clock.
-    pub heartbeat_age: Duration,
-    /// True while its heartbeat is within the rescuer's client timeout: a client past it is
-    /// presumed dead and its running jobs are rescued.
-    pub live: bool,
-    /// True when it holds the current, unexpired leader lease.
-    pub leader: bool,
-    /// The queues it works (empty for a client that only inserts, or one too old to say).
-    pub queues: Vec<String>,
 }
 
 impl FromRow for ClientRow {

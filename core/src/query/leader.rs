@@ -1,24 +1,13 @@
 //! Queries of the leader lease.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::TimeDelta;
 
 use super::micros;
+use crate::admin::LeaderRow;
 use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::query::catalog::Query;
 use crate::schema::Schema;
-
-/// One leadership term: who leads, since when (which names the term), and until when.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LeaderRow {
-    /// The leader's client id.
-    pub leader_id: String,
-    /// When the term began; with the id it identifies the term.
-    pub elected_at: DateTime<Utc>,
-    /// When the lease runs out unless renewed.
-    pub expires_at: DateTime<Utc>,
-}
 
 impl FromRow for LeaderRow {
     fn from_row(mut row: Row) -> Result<Self> {
@@ -83,7 +72,7 @@ pub(crate) fn leader_resign(schema: &Schema, term: &LeaderRow) -> Statement {
         .statement(Query::LeaderResign)
         .bind(term.leader_id.as_str())
         .bind(term.elected_at)
-        .bind(schema.channel(crate::cluster::notifier::TOPIC_LEADERSHIP))
+        .bind(schema.channel(crate::query::topic::TOPIC_LEADERSHIP))
 }
 
 pub(crate) fn leader_get(schema: &Schema) -> Statement {

@@ -1,22 +1,10 @@
 //! Queries of the migrator.
 
-use chrono::{DateTime, Utc};
-
+use crate::admin::MigrationRow;
 use crate::driver::{Executor, FromRow, Row};
 use crate::error::Result;
 use crate::query::catalog::Query;
 use crate::schema::Schema;
-
-/// One applied migration, as recorded in `pgmill_migration`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MigrationRow {
-    /// The migration line (`main`).
-    pub line: String,
-    /// The version applied.
-    pub version: i64,
-    /// When it was applied (database time).
-    pub created_at: DateTime<Utc>,
-}
 
 impl FromRow for MigrationRow {
     fn from_row(mut row: Row) -> Result<Self> {

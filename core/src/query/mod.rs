@@ -1,10 +1,17 @@
 //! Every engine query: the catalog of SQL files under `core/sql/`, and one function per query,
 //! generic over any [`Executor`](crate::driver::Executor), named after its file.
+//!
+//! This module is the bottom of the engine: it imports only the driver seam, the schema, errors
+//! and plain types (the job model and the operator API's types in [`admin`](crate::admin)); the
+//! components above it build statements here and run them.
 
 pub(crate) mod catalog;
 mod client;
 mod job;
 mod job_bulk;
+mod job_claim;
+mod job_complete;
+mod job_insert;
 mod job_summary;
 mod leader;
 mod migration;
@@ -12,48 +19,48 @@ mod periodic;
 mod queue;
 mod queue_activity;
 pub(crate) mod sql_text;
+pub(crate) mod topic;
 
-pub use client::ClientRow;
 pub(crate) use client::{
     client_delete, client_delete_expired, client_heartbeat, client_list, client_next_timeout,
     client_register,
 };
 pub(crate) use job::{
-    ClientIdRow, CompletedRow, CopyShape, FetchPosition, IdRow, InProgressRow, InsertedRow,
-    QueueCountRow, RescuedRow, SetStateParams, SetStateResult, TableGrowthRow, WithXact,
-    claimed_jobs, claimed_position, job_analyze, job_cancel, job_copy_available, job_delete,
-    job_delete_finalized, job_get_available, job_get_by_id, job_get_cancel_requested,
-    job_get_running_clients, job_insert_many, job_insert_one, job_insert_plain_many,
-    job_insert_unique_many, job_list, job_list_page, job_notify_committed, job_notify_insert,
-    job_reassert_running, job_release_orphaned, job_release_pending, job_rescue, job_retry,
-    job_schedule, job_set_completed_many, job_set_state_if_running_many, job_table_growth,
+    ClientIdRow, IdRow, QueueCountRow, RescuedRow, TableGrowthRow, job_analyze, job_cancel,
+    job_delete, job_delete_finalized, job_get_by_id, job_get_cancel_requested,
+    job_get_running_clients, job_list, job_list_page, job_release_pending, job_rescue, job_retry,
+    job_schedule, job_table_growth,
 };
-pub use job::{JobListPage, JobListParams};
-pub use job_bulk::{BulkAction, JobBatch};
 pub(crate) use job_bulk::{JobBulkRow, job_bulk, job_count};
-pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
+pub(crate) use job_claim::{
+    FetchPosition, HeldClaim, claimed_jobs, claimed_position, job_get_available,
+    job_reassert_running, job_release_orphaned,
+};
+pub(crate) use job_complete::{
+    CompletedRow, SetStateParams, SetStateResult, job_set_completed_many,
+    job_set_state_if_running_many,
+};
+pub(crate) use job_insert::{
+    CopyShape, InProgressRow, InsertedRow, WithXact, job_copy_available, job_insert_many,
+    job_insert_one, job_insert_plain_many, job_insert_unique_many, job_notify_committed,
+    job_notify_insert,
+};
 pub(crate) use job_summary::{job_list_newest, job_list_newest_page};
-pub use leader::LeaderRow;
 pub(crate) use leader::{
     ElectionRow, LeaderIdRow, leader_attempt_elect, leader_attempt_reelect, leader_get,
     leader_get_live, leader_resign,
 };
-pub use migration::MigrationRow;
 pub(crate) use migration::{
     migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,
 };
-pub use periodic::PeriodicRow;
 pub(crate) use periodic::{
     DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_list,
     periodic_set_paused, periodic_upsert,
 };
-pub(crate) use queue::LIVE_STATES;
 pub(crate) use queue::{
     QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list,
     queue_overview, queue_pause, queue_resume, queue_upsert,
 };
-pub use queue::{QueueOverview, QueueRow, UnservedQueue};
-pub use queue_activity::QueueActivity;
 pub(crate) use queue_activity::job_count_recent_by_queue;
 
 /// A duration as the microseconds core's SQL takes for intervals (saturating).

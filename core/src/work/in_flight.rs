@@ -11,23 +11,9 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use chrono::{DateTime, Utc};
-
 use crate::fast_hash::FastMap;
 use crate::job::JobId;
-
-/// One claim held: the job, the attempt it runs, the claim's fencing token, when the claim was
-/// made (database time; a row still showing it has not lost the claim), and when the job was
-/// created (with the id, the job's identity: a promoted replica that lost the job's insert hands
-/// its id out again to another job, created later).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct HeldClaim {
-    pub(crate) id: JobId,
-    pub(crate) attempt: i16,
-    pub(crate) token: i64,
-    pub(crate) attempted_at: Option<DateTime<Utc>>,
-    pub(crate) created_at: DateTime<Utc>,
-}
+pub(crate) use crate::query::HeldClaim;
 
 /// Held claims, by job and token.
 #[derive(Debug, Default)]
@@ -73,6 +59,8 @@ impl InFlight {
 
 #[cfg(test)]
 mod tests {
+    use chrono::{DateTime, Utc};
+
     use super::*;
 
     #[test]

@@ -1,0 +1,26 @@
+//! The operator API's types: what [`Client`](crate::Client)'s methods for looking at and acting on
+//! jobs, queues, periodic schedules, clients and leadership take and return (the CLI and the
+//! dashboard use the same methods).
+//!
+//! Listings, counts and bulk actions share one [`JobFilter`] (by state, queue and kind).
+
+mod cluster;
+mod job_bulk;
+mod job_filter;
+mod job_list;
+mod job_summary;
+mod migration;
+mod periodic;
+mod queue;
+
+pub use cluster::{ClientRow, LeaderRow};
+pub use job_bulk::{BulkAction, JobBatch};
+pub use job_filter::JobFilter;
+pub use job_list::{JobListPage, JobListParams};
+pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
+pub use migration::MigrationRow;
+pub use periodic::PeriodicRow;
+pub use queue::{QueueActivity, QueueOverview, QueueRow, UnservedQueue};
+
+pub(crate) use job_summary::DEFAULT_PREVIEW_CHARS;
+pub(crate) use queue::LIVE_STATES;
