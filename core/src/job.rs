@@ -1,13 +1,18 @@
-//! Jobs as stored: [`JobRow`], its [`JobState`], and the errors recorded per attempt.
+//! Jobs: as stored ([`JobRow`], its [`JobState`], and the errors recorded per attempt), as an
+//! insert returns them ([`InsertResult`]), and as a worker gets one to work ([`Job`]).
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use crate::driver::{FromRow, Row, RowView};
 use crate::error::{Error, Result};
+use crate::schema::Schema;
 
 /// A job's id: the `bigint` primary key of `pgmill_job`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -307,6 +312,63 @@ impl std::ops::Deref for InsertResult {
 
     fn deref(&self) -> &JobRow {
         &self.job
+    }
+}
+
+/// A job being worked: its decoded args, its row, and a cancellation signal.
+#[derive(Debug)]
+pub struct Job<A> {
+    /// The decoded arguments.
+    pub args: A,
+    row: Arc<JobRow>,
+    /// The schema the job lives in.
+    pub(crate) schema: Schema,
+    cancel: CancellationToken,
+    /// Set once the worker completed the job in its own transaction.
+    pub(crate) recorded: AtomicBool,
+}
+
+impl<A> Job<A> {
+    pub(crate) fn new(
+        args: A,
+        row: Arc<JobRow>,
+        schema: Schema,
+        cancel: CancellationToken,
+    ) -> Self {
+        Job {
+            args,
+            row,
+            schema,
+            cancel,
+            recorded: AtomicBool::new(false),
+        }
+    }
+
+    /// The job's id.
+    pub fn id(&self) -> JobId {
+        self.row.id
+    }
+
+    /// The attempt being run, from 1.
+    pub fn attempt(&self) -> i16 {
+        self.row.attempt
+    }
+
+    /// The full row as fetched (state `running`).
+    pub fn row(&self) -> &JobRow {
+        &self.row
+    }
+
+    /// Resolves when the job's work should stop: the client is stopping hard, or the job was
+    /// cancelled. Work that does not await can poll [`Job::is_cancelled`] instead. (A timeout drops
+    /// the work future.)
+    pub fn cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+
+    /// True once the job's work should stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 }
 

@@ -61,6 +61,7 @@ use crate::client::Config;
 use crate::driver::Executor;
 use crate::engine_metrics::MetricsSink;
 use crate::error::{Error, Result};
+use crate::job::Job;
 use crate::job::{JobId, JobRow, JobState};
 use crate::job_args::JobArgs;
 use crate::middleware::{JobTracing, MiddlewareStack};
@@ -69,7 +70,7 @@ use crate::query::job_list_page;
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
 use crate::work::job_executor::JobExecutor;
-use crate::worker::{Job, Worker, Workers};
+use crate::worker::{Worker, Workers};
 
 /// Builds a [`Job`] (or the running [`JobRow`] it wraps) for a test, as a client would hand it to
 /// its worker: state `running`, attempt 1 of 25, queue `default`, priority 1, the args stored as

@@ -19,7 +19,7 @@
 //! heartbeat is failing does not stand. Clients of one schema must share the rescuer's client
 //! timeout (the rescuer already assumes it). A follower sleeps until the moment the current term
 //! could be taken over (its expiry, or its leader's heartbeat timing out), at most `interval`, so
-//! takeover does not wait for its next round.
+//! takeover does not wait for its next periodic attempt.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,13 +13,14 @@ use tracing::warn;
 
 use crate::engine_metrics::MetricsSink;
 use crate::job::JobRow;
+use crate::job_error::JobAction;
 use crate::middleware::{JobTracing, Middleware, MiddlewareStack, Next};
 use crate::outcome::Outcome;
 use crate::retry_policy::RetryPolicy;
 use crate::schema::Schema;
 use crate::work::completer::Completion;
 use crate::work::timeout_overrun::TimeoutOverruns;
-use crate::worker::{JobAction, WorkResult, Workers, panic_message};
+use crate::worker::{WorkResult, Workers, panic_message};
 
 /// Everything needed to run jobs; shared by a client's producers.
 #[derive(Clone)]

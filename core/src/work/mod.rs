@@ -4,6 +4,7 @@
 
 pub(crate) mod claim_tokens;
 pub(crate) mod completer;
+pub(crate) mod host_completion;
 pub(crate) mod in_flight;
 pub(crate) mod job_executor;
 pub(crate) mod producer;

@@ -187,7 +187,7 @@ pub async fn a_cut_off_leader_steps_down_before_its_lease_ends<H: Harness>() {
     };
     ctx.script("ALTER ROLE cut_off NOLOGIN").await;
     // Terminated until it steps down: a connection whose login began before NOLOGIN may only
-    // show up after one round of terminations.
+    // show up after one sweep of terminations.
     wait_for("a stepped down", async || {
         ctx.script(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cut_off'",

@@ -537,7 +537,7 @@ pub async fn a_large_insert_analyzes_the_table_it_outgrew<H: Harness>() {
     let stale = plan_of_stale_claim(&mut conn).await;
     if !stale.contains("Seq Scan on pgmill_job j") {
         // As in analyzer_replans_statements_once_the_table_outgrew_its_statistics: the server
-        // may have dropped this session's cached plans under the full suite.
+        // may have dropped this connection's cached plans under the full suite.
         eprintln!("the plan made on the empty table was dropped before the insert:\n{stale}");
     }
     // Once the statistics system counts the 20,000, any look would analyze.
@@ -713,7 +713,7 @@ pub async fn analyzer_replans_statements_once_the_table_outgrew_its_statistics<H
     prepare_stale_claim::<H, _>(&ctx, &mut conn).await;
     ctx.script(&insert_generated(&ctx, 20_000)).await;
     // The plan made on the empty table is kept: it scans the table for the ids. Unless the
-    // server reset this session's caches meanwhile, as it does to a session that falls behind
+    // server reset this connection's caches meanwhile, as it does to a backend that falls behind
     // on invalidation messages (other tests' migrations and dropped schemas, in parallel), which
     // drops every cached plan: then there is no stale plan to see, and only the analyzer's part
     // of the case is checked.
