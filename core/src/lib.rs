@@ -255,6 +255,7 @@ mod query;
 mod retry_policy;
 mod schema;
 mod service;
+mod shared_parts;
 #[cfg(feature = "signal")]
 mod shutdown;
 pub mod testing;

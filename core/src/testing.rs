@@ -69,7 +69,7 @@ use crate::outcome::Outcome;
 use crate::query::job_list_page;
 use crate::retry_policy::{DefaultRetryPolicy, RetryPolicy};
 use crate::schema::Schema;
-use crate::work::job_executor::JobExecutor;
+use crate::work::job_executor::{JobExecutor, JobExecutorConfig};
 use crate::worker::{Worker, Workers};
 
 /// Builds a [`Job`] (or the running [`JobRow`] it wraps) for a test, as a client would hand it to
@@ -257,16 +257,14 @@ impl<A: JobArgs> InlineWorker<A> {
             return Err(Error::decode(format!("args of {}", A::KIND), e.clone()));
         }
         let (tx, mut rx) = mpsc::channel(1);
-        let executor = JobExecutor::new(
-            self.workers.clone(),
-            job.schema,
-            Arc::clone(&self.retry_policy),
-            self.job_timeout,
-            tx,
-            JobTracing::default(),
-            MiddlewareStack::default(),
-            MetricsSink::off(),
-        );
+        let config = JobExecutorConfig {
+            workers: self.workers.clone(),
+            retry_policy: Arc::clone(&self.retry_policy),
+            default_timeout: self.job_timeout,
+            tracing: JobTracing::default(),
+            middleware: MiddlewareStack::default(),
+        };
+        let executor = JobExecutor::new(job.schema, MetricsSink::off(), config, tx);
         executor
             .execute(Arc::new(job.row), &CancellationToken::new(), &job.cancel)
             .await;

@@ -28,7 +28,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn leader(&self) -> Result<Option<LeaderRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_opt(&leader_get(self.schema())).await
     }
 
@@ -43,7 +43,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn client_list(&self) -> Result<Vec<ClientRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_as(&client_list(self.schema(), self.live_within()))
             .await
     }
@@ -60,7 +60,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn periodic_list(&self) -> Result<Vec<PeriodicRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_as(&periodic_list(self.schema(), None)).await
     }
 
@@ -70,7 +70,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn periodic_get(&self, name: &str) -> Result<Option<PeriodicRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_opt(&periodic_list(self.schema(), Some(name)))
             .await
     }
@@ -95,7 +95,7 @@ impl<D: Driver> Client<D> {
     }
 
     async fn periodic_set_paused(&self, name: &str, paused: bool) -> Result<bool> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let found: Option<QueueName> = conn
             .query_opt(&periodic_set_paused(self.schema(), name, paused))
             .await?;
@@ -108,7 +108,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_get(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_opt(&job_get_by_id(self.schema(), id)).await
     }
 
@@ -119,7 +119,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_list(&self, params: &JobListParams) -> Result<JobListPage> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let jobs = conn.query_as(&job_list(self.schema(), params)).await?;
         Ok(job_list_page(jobs, params))
     }
@@ -134,7 +134,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_cancel(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let mut tx = conn.begin().await?;
         let error = json!({"attempt": 0, "error": "cancelled by an operator", "panic": false});
         let job: Option<JobRow> = tx.query_opt(&job_cancel(self.schema(), id, error)).await?;
@@ -166,7 +166,7 @@ impl<D: Driver> Client<D> {
         id: JobId,
         at: Option<DateTime<Utc>>,
     ) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let job: Option<JobRow> = conn
             .query_opt(&job_release_pending(self.schema(), id, at))
             .await?;
@@ -183,7 +183,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn queue_list(&self) -> Result<Vec<QueueRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_as(&queue_list(self.schema(), None, 10_000))
             .await
     }
@@ -194,7 +194,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn queue_get(&self, name: &str) -> Result<Option<QueueRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_opt(&queue_list(self.schema(), Some(name), 1))
             .await
     }
@@ -210,7 +210,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn queue_list_unserved(&self) -> Result<Vec<UnservedQueue>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let queues: Vec<QueueOverview> = conn
             .query_as(&queue_overview(self.schema(), self.live_within()))
             .await?;
@@ -268,7 +268,7 @@ impl<D: Driver> Client<D> {
         if queue != "*" {
             validate_name("queue", queue)?;
         }
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let mut tx = conn.begin().await?;
         let (stmt, msg) = if pause {
             (
@@ -311,7 +311,7 @@ impl<D: Driver> Client<D> {
     /// [`Error::Conflict`](crate::Error::Conflict) when the job is unique and another job holds
     /// its key now (a duplicate inserted after this one finished); the database error.
     pub async fn job_retry(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let job: Option<JobRow> = conn
             .query_opt(&job_retry(self.schema(), id))
             .await
@@ -329,7 +329,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_delete(&self, id: JobId) -> Result<Option<JobRow>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_opt(&job_delete(self.schema(), id)).await
     }
 }

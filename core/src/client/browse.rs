@@ -23,7 +23,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn job_list_newest(&self, params: &JobSummaryParams) -> Result<JobSummaryPage> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let jobs = conn
             .query_as(&job_list_newest(self.schema(), params))
             .await?;
@@ -40,7 +40,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn queue_overview(&self) -> Result<Vec<QueueOverview>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_as(&queue_overview(self.schema(), self.live_within()))
             .await
     }
@@ -53,7 +53,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The database error.
     pub async fn queue_activity(&self, window: TimeDelta) -> Result<Vec<QueueActivity>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         conn.query_as(&job_count_recent_by_queue(self.schema(), window))
             .await
     }

@@ -34,7 +34,7 @@ impl<D: Driver> Client<D> {
     }
 
     async fn count(&self, params: &JobListParams, action: Option<BulkAction>) -> Result<u64> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let n: i64 = conn
             .query_scalar(&job_count(self.schema(), params, action))
             .await?;
@@ -82,7 +82,7 @@ impl<D: Driver> Client<D> {
     pub async fn job_bulk(&self, action: BulkAction, params: &JobListParams) -> Result<JobBatch> {
         let error = json!({"attempt": 0, "error": "cancelled by an operator", "panic": false});
         let stmt = job_bulk(self.schema(), action, params, error);
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let row: JobBulkRow = if action == BulkAction::Cancel {
             // The running jobs' clients are told in the transaction that marks them.
             let mut tx = conn.begin().await?;

@@ -26,7 +26,7 @@ impl<D: Driver> Client<D> {
     /// ```
     pub async fn health(&self) -> Health {
         let leader = with_timeout("health check", async {
-            let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+            let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
             conn.query_opt::<LeaderIdRow>(&leader_get_live(self.schema()))
                 .await
         })
@@ -36,7 +36,7 @@ impl<D: Driver> Client<D> {
             Err(e) => (false, Some(e.to_string()), None),
         };
         let started = self.inner.running.lock().await.is_some();
-        let state = &self.inner.health;
+        let state = &self.inner.parts.health;
         let listener = if !started || self.inner.config.queues.is_empty() {
             ListenerState::NotStarted
         } else if self.poll_only() {

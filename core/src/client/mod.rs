@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use crate::cluster::elector::Elector;
-use crate::cluster::health::HealthState;
 use crate::cluster::heartbeat::{Heartbeat, LastBeat};
 use crate::cluster::notifier::{NotificationRouter, Notifier};
 use crate::connection_lease::ConnectionLease;
@@ -44,10 +43,10 @@ use crate::middleware::{JobMetrics, JobTracing, MetricsConfig, MiddlewareStack};
 use crate::migrator::{MigrateReport, Migrator};
 use crate::schema::Schema;
 use crate::service::{Service, spawn_supervised, supervise};
+use crate::shared_parts::SharedParts;
 use crate::work::claim_tokens::ClaimTokens;
-use crate::work::completer::{BatchCompleter, CompleterStats};
-use crate::work::in_flight::InFlight;
-use crate::work::job_executor::JobExecutor;
+use crate::work::completer::{BatchCompleter, CompleterStats, Completion};
+use crate::work::job_executor::{JobExecutor, JobExecutorConfig};
 use crate::work::producer::{Producer, ProducerConfig};
 use crate::work::queue_handle::QueueHandle;
 use crate::worker::Workers;
@@ -84,9 +83,10 @@ impl<D: Driver> Clone for Client<D> {
 }
 
 struct ClientInner<D: Driver> {
-    driver: D,
+    /// What every component shares: the driver, schema, client id, metrics, health and the
+    /// claims held.
+    parts: SharedParts<D>,
     config: Config,
-    id: String,
     workers: Workers,
     inserter: Inserter,
     events: Arc<EventSender>,
@@ -97,17 +97,13 @@ struct ClientInner<D: Driver> {
     own_inserter: Inserter,
     post_commit: PostCommitNotifier<D>,
     is_leader: Arc<watch::Sender<bool>>,
-    in_flight: Arc<InFlight>,
     /// Fencing tokens for this client's claims, unique over its whole life.
     claim_tokens: Arc<ClaimTokens>,
     running: Mutex<Option<Running>>,
     /// The shutdown under way or last done, which a later call joins (and hardens).
     stopping: std::sync::Mutex<Option<Stopping>>,
-    /// What the components report for [`Client::health`].
-    health: Arc<HealthState>,
     /// Every middleware attempts and inserts run through (the metrics middleware first).
     middleware: MiddlewareStack,
-    metrics: MetricsSink,
     /// The job table's analyzer (unless turned off): run by the leader, and after this client's
     /// own large inserts.
     analyzer: Option<JobAnalyzer<D>>,
@@ -152,7 +148,7 @@ struct Running {
 impl<D: Driver> fmt::Debug for Client<D> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("id", &self.inner.id)
+            .field("id", &self.inner.parts.client_id)
             .field("schema", &self.inner.config.schema)
             .field("queues", &self.inner.config.queues)
             .field("workers", &self.inner.workers)
@@ -210,12 +206,19 @@ impl<D: Driver> Client<D> {
             .map(|q| (q.clone(), Arc::new(QueueHandle::default())))
             .collect();
         let post_commit = PostCommitNotifier::new(driver.clone(), config.schema.clone());
+        let parts = SharedParts {
+            client_id: config.id.clone().unwrap_or_else(default_client_id),
+            schema: config.schema.clone(),
+            driver,
+            metrics,
+            health: Arc::default(),
+            in_flight: Arc::default(),
+        };
         Client {
             inner: Arc::new(ClientInner {
-                id: config.id.clone().unwrap_or_else(default_client_id),
                 events: Arc::new(EventSender::new(config.event_buffer)),
                 stats: Arc::new(CompleterStats::default()),
-                driver,
+                parts,
                 config,
                 workers,
                 own_inserter: inserter.clone().with_notify_cooldown(None),
@@ -223,13 +226,10 @@ impl<D: Driver> Client<D> {
                 inserter,
                 queues,
                 is_leader: Arc::new(watch::Sender::new(false)),
-                in_flight: Arc::default(),
                 claim_tokens: Arc::new(ClaimTokens::new()),
                 running: Mutex::new(None),
                 stopping: std::sync::Mutex::new(None),
-                health: Arc::default(),
                 middleware,
-                metrics,
                 analyzer,
             }),
         }
@@ -237,7 +237,7 @@ impl<D: Driver> Client<D> {
 
     /// This client's id.
     pub fn id(&self) -> &str {
-        &self.inner.id
+        &self.inner.parts.client_id
     }
 
     /// The schema worked.
@@ -252,7 +252,7 @@ impl<D: Driver> Client<D> {
 
     /// The driver.
     pub fn driver(&self) -> &D {
-        &self.inner.driver
+        &self.inner.parts.driver
     }
 
     /// The inserter, for inserting through other executors (the application's transaction).
@@ -266,7 +266,7 @@ impl<D: Driver> Client<D> {
     ///
     /// The migration error.
     pub async fn migrate(&self) -> Result<MigrateReport> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         Migrator::new(self.schema().clone())
             .up(&mut conn, None)
             .await
@@ -308,175 +308,175 @@ impl<D: Driver> Client<D> {
         if let Some(mut stopping) = self.stopping() {
             let _ = stopping.done.wait_for(|done| *done).await;
         }
-        let inner = &self.inner;
-        let cfg = &inner.config;
-        let backoff = cfg.supervisor_backoff;
-        let (tx, rx) = mpsc::channel(cfg.completer.buffer);
-        let completer = Service::new();
-        let stopping = completer.token();
-        let batch_completer = BatchCompleter::new(
-            inner.driver.clone(),
-            cfg.schema.clone(),
-            cfg.completer.clone(),
-            Arc::clone(&inner.in_flight),
-            Arc::clone(&inner.events),
-            Arc::clone(&inner.stats),
-            inner.metrics.clone(),
-        );
-        completer.start(batch_completer.run(rx, stopping)).await;
+        let (outcomes, completions) = mpsc::channel(self.inner.config.completer.buffer);
+        let completer = self.start_completer(completions).await;
+        let parts = &self.inner.parts;
         let executor = Arc::new(JobExecutor::new(
-            inner.workers.clone(),
-            cfg.schema.clone(),
-            Arc::clone(&cfg.retry_policy),
-            cfg.job_timeout,
-            tx,
-            JobTracing::new(cfg.trace_propagator.clone()),
-            inner.middleware.clone(),
-            inner.metrics.clone(),
+            parts.schema.clone(),
+            parts.metrics.clone(),
+            self.executor_config(),
+            outcomes,
         ));
         // Opened by the heartbeat once this start's client row exists; producers wait for it.
         let registered = Arc::new(watch::channel(false).0);
-        let producer_config = ProducerConfig {
-            client_id: inner.id.clone(),
-            fetch_limit: cfg.fetch_limit,
-            prefetch: cfg.prefetch,
-            poll_interval: cfg.poll_interval,
-            poll_only: self.poll_only(),
-            refresh_interval: cfg.queue_refresh_interval,
-            metrics: inner.metrics.clone(),
-            claim_tokens: Arc::clone(&inner.claim_tokens),
-            health: Arc::clone(&inner.health),
-            registered: registered.subscribe(),
-        };
         let kill = CancellationToken::new();
-        let mut producers = Vec::new();
-        for (queue, q) in &cfg.queues {
-            let producer = Producer::new(
-                inner.driver.clone(),
-                queue.clone(),
-                q.max_workers,
-                producer_config.clone(),
-                Arc::clone(&executor),
-                Arc::clone(&inner.queues[queue]),
-                Arc::clone(&inner.in_flight),
-            );
-            let service = Service::new();
-            let (stop, kill) = (service.token(), kill.clone());
-            service
-                .start(supervise("producer", backoff, stop.clone(), move || {
-                    producer.clone().run(stop.clone(), kill.clone())
-                }))
-                .await;
-            producers.push(service);
-        }
+        let producers = self
+            .start_producers(executor, registered.subscribe(), &kill)
+            .await;
         // The producers hold the only senders now: the completer ends after the last job.
-        drop(executor);
-        let mut background = Vec::new();
-        if !cfg.queues.is_empty() {
-            let kick = Arc::new(Notify::new());
-            let last_beat = Arc::new(LastBeat::new());
-            background.push(
-                self.start_leadership(Arc::clone(&kick), Arc::clone(&last_beat))
-                    .await?,
-            );
-            if !self.poll_only() {
-                let router = NotificationRouter::new(
-                    inner.queues.clone(),
-                    Some(Arc::new(move |_payload: &str| kick.notify_one())),
-                );
-                let notifier = Notifier::new(
-                    inner.driver.clone(),
-                    cfg.schema.clone(),
-                    router,
-                    inner.metrics.clone(),
-                    Arc::clone(&inner.health),
-                );
-                background.push(
-                    spawn_supervised("notifier", backoff, move |stop| notifier.clone().run(stop))
-                        .await,
-                );
-            }
-            let heartbeat = Heartbeat::new(
-                inner.driver.clone(),
-                cfg.schema.clone(),
-                inner.id.clone(),
-                cfg.queues.keys().cloned().collect(),
-                cfg.heartbeat_interval,
-                Arc::clone(&inner.in_flight),
-                last_beat,
-                Arc::clone(&inner.health),
-                registered,
-            );
-            background.push(
-                spawn_supervised("heartbeat", backoff, move |stop| {
-                    heartbeat.clone().run(stop)
-                })
-                .await,
-            );
-        }
+        let background = if self.inner.config.queues.is_empty() {
+            Vec::new()
+        } else {
+            self.start_cluster(registered).await?
+        };
         *running = Some(Running {
             producers,
             completer,
             background,
             kill,
         });
-        info!(client_id = %inner.id, queues = ?cfg.queues.keys().collect::<Vec<_>>(), "client started");
+        info!(
+            client_id = %self.inner.parts.client_id,
+            queues = ?self.inner.config.queues.keys().collect::<Vec<_>>(),
+            "client started"
+        );
         Ok(())
     }
 
-    /// Starts the elector and the services that run while this client leads.
-    async fn start_leadership(
-        &self,
-        kick: Arc<Notify>,
-        last_beat: Arc<LastBeat>,
-    ) -> Result<Service> {
+    /// Starts the completer, recording the outcomes that arrive on `completions`.
+    async fn start_completer(&self, completions: mpsc::Receiver<Completion>) -> Service {
         let inner = &self.inner;
-        let cfg = &inner.config;
+        let completer = BatchCompleter::new(
+            &inner.parts,
+            inner.config.completer.clone(),
+            Arc::clone(&inner.events),
+            Arc::clone(&inner.stats),
+        );
+        let service = Service::new();
+        let stopping = service.token();
+        service.start(completer.run(completions, stopping)).await;
+        service
+    }
+
+    /// How this client runs attempts.
+    fn executor_config(&self) -> JobExecutorConfig {
+        let cfg = &self.inner.config;
+        JobExecutorConfig {
+            workers: self.inner.workers.clone(),
+            retry_policy: Arc::clone(&cfg.retry_policy),
+            default_timeout: cfg.job_timeout,
+            tracing: JobTracing::new(cfg.trace_propagator.clone()),
+            middleware: self.inner.middleware.clone(),
+        }
+    }
+
+    /// Starts one producer per queue, each under a supervisor, claiming once `registered` opens
+    /// and running its jobs through `executor`; `kill` interrupts their jobs (a hard stop).
+    async fn start_producers(
+        &self,
+        executor: Arc<JobExecutor>,
+        registered: watch::Receiver<bool>,
+        kill: &CancellationToken,
+    ) -> Vec<Service> {
+        let (inner, cfg) = (&self.inner, &self.inner.config);
+        let config = ProducerConfig {
+            fetch_limit: cfg.fetch_limit,
+            prefetch: cfg.prefetch,
+            poll_interval: cfg.poll_interval,
+            poll_only: self.poll_only(),
+            refresh_interval: cfg.queue_refresh_interval,
+            claim_tokens: Arc::clone(&inner.claim_tokens),
+            registered,
+        };
+        let mut producers = Vec::new();
+        for (queue, q) in &cfg.queues {
+            let producer = Producer::new(
+                &inner.parts,
+                config.clone(),
+                queue,
+                q.max_workers,
+                Arc::clone(&inner.queues[queue]),
+                Arc::clone(&executor),
+            );
+            let service = Service::new();
+            let (stop, kill) = (service.token(), kill.clone());
+            service
+                .start(supervise(
+                    "producer",
+                    cfg.supervisor_backoff,
+                    stop.clone(),
+                    move || producer.clone().run(stop.clone(), kill.clone()),
+                ))
+                .await;
+            producers.push(service);
+        }
+        producers
+    }
+
+    /// Starts what a working client runs among the others: the elector with the maintainer it
+    /// drives, the notifier (unless polling only), and the heartbeat, which opens `registered`.
+    async fn start_cluster(&self, registered: Arc<watch::Sender<bool>>) -> Result<Vec<Service>> {
+        let (inner, cfg) = (&self.inner, &self.inner.config);
+        let backoff = cfg.supervisor_backoff;
+        // Woken by leadership notifications: the elector tries to take over at once.
+        let kick = Arc::new(Notify::new());
+        let last_beat = Arc::new(LastBeat::new());
         let elector = Elector::new(
-            inner.driver.clone(),
-            cfg.schema.clone(),
-            inner.id.clone(),
+            &inner.parts,
             cfg.elector.clone(),
             Arc::clone(&inner.is_leader),
-            kick,
-            inner.metrics.clone(),
+            Arc::clone(&kick),
         )
-        .with_heartbeat(last_beat, cfg.rescuer.client_timeout);
+        .with_heartbeat(Arc::clone(&last_beat), cfg.rescuer.client_timeout);
         let maintainer = QueueMaintainer::new(
-            inner.driver.clone(),
-            cfg.schema.clone(),
-            QueueMaintainerConfig {
-                scheduler: cfg.scheduler.clone(),
-                rescuer: cfg.rescuer.clone(),
-                cleaner: cfg.cleaner.clone(),
-                queue_cleaner: cfg.queue_cleaner.clone(),
-                periodic: PeriodicEnqueuerConfig {
-                    interval: cfg.periodic_interval,
-                    jobs: cfg.periodic_jobs.clone(),
-                },
-                supervisor_backoff: cfg.supervisor_backoff,
-                metrics: inner.metrics.clone(),
-                sample_interval: cfg.metrics.as_ref().map(|m| m.sample_interval),
-            },
+            &inner.parts,
+            self.maintainer_config(),
             inner.inserter.clone(),
             inner.queues.clone(),
             inner.analyzer.clone(),
         )?;
-        let is_leader = inner.is_leader.subscribe();
-        let backoff = cfg.supervisor_backoff;
-        let service = Service::new();
-        let stop = service.token();
-        service
-            .start(async move {
-                let elector_task = tokio::spawn(supervise("elector", backoff, stop.clone(), {
-                    let stop = stop.clone();
-                    move || elector.clone().run(stop.clone())
-                }));
-                maintainer.run(is_leader, stop).await;
-                let _ = elector_task.await;
+        let mut services = vec![maintainer.start_with(elector).await];
+        if !self.poll_only() {
+            let on_leadership = move |_payload: &str| kick.notify_one();
+            let router =
+                NotificationRouter::new(inner.queues.clone(), Some(Arc::new(on_leadership)));
+            let notifier = Notifier::new(&inner.parts, router);
+            services.push(
+                spawn_supervised("notifier", backoff, move |stop| notifier.clone().run(stop)).await,
+            );
+        }
+        let queues = cfg.queues.keys().cloned().collect();
+        let heartbeat = Heartbeat::new(
+            &inner.parts,
+            queues,
+            cfg.heartbeat_interval,
+            last_beat,
+            registered,
+        );
+        services.push(
+            spawn_supervised("heartbeat", backoff, move |stop| {
+                heartbeat.clone().run(stop)
             })
-            .await;
-        Ok(service)
+            .await,
+        );
+        Ok(services)
+    }
+
+    /// The settings of the leader-only services.
+    fn maintainer_config(&self) -> QueueMaintainerConfig {
+        let cfg = &self.inner.config;
+        QueueMaintainerConfig {
+            scheduler: cfg.scheduler.clone(),
+            rescuer: cfg.rescuer.clone(),
+            cleaner: cfg.cleaner.clone(),
+            queue_cleaner: cfg.queue_cleaner.clone(),
+            periodic: PeriodicEnqueuerConfig {
+                interval: cfg.periodic_interval,
+                jobs: cfg.periodic_jobs.clone(),
+            },
+            supervisor_backoff: cfg.supervisor_backoff,
+            sample_interval: cfg.metrics.as_ref().map(|m| m.sample_interval),
+        }
     }
 
     /// Soft stop: every queue stops fetching at once (claimed jobs not started yet go back to
@@ -535,7 +535,7 @@ impl<D: Driver> Client<D> {
             .stopping
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(stopping.clone());
-        let id = self.inner.id.clone();
+        let id = self.inner.parts.client_id.clone();
         tokio::spawn(async move {
             // Every queue stops fetching at once; then each producer waits for its jobs.
             for p in &running.producers {
@@ -566,7 +566,7 @@ impl<D: Driver> Client<D> {
 
     /// True when this client only polls: configured so, or the driver has no listener.
     pub fn poll_only(&self) -> bool {
-        self.inner.config.poll_only || !self.inner.driver.supports_listener()
+        self.inner.config.poll_only || !self.inner.parts.driver.supports_listener()
     }
 
     fn wake(&self, queue: &str) {
@@ -594,7 +594,7 @@ impl<D: Driver> Client<D> {
         args: A,
         opts: impl Into<Option<InsertOpts>>,
     ) -> Result<InsertResult> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let (job, carried) = self
             .inner
             .own_inserter
@@ -618,7 +618,7 @@ impl<D: Driver> Client<D> {
     ///
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_many(&self, params: &[InsertParams]) -> Result<Vec<InsertResult>> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         // Jobs the analyzer may look at once committed are announced after its look, so their
         // insert does not carry its notifications (they would leave with the commit).
         let looks = self
@@ -657,7 +657,7 @@ impl<D: Driver> Client<D> {
     ///
     /// A validation error or the database error; nothing is inserted then.
     pub async fn insert_bulk(&self, params: &[InsertParams]) -> Result<u64> {
-        let mut conn = ConnectionLease::acquire(&self.inner.driver).await?;
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
         let inserter = &self.inner.own_inserter;
         // One statement is all-or-nothing on its own: no BEGIN and COMMIT round trips.
         let n = if inserter.bulk_is_one_statement(&conn, params) {

@@ -36,10 +36,11 @@ use crate::admin::LeaderRow;
 use crate::cluster::heartbeat::LastBeat;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
-use crate::engine_metrics::{IS_LEADER, LEADER_ELECTIONS, MetricsSink};
+use crate::engine_metrics::{IS_LEADER, LEADER_ELECTIONS};
 use crate::error::{Error, Result};
 use crate::query::{ElectionRow, leader_attempt_elect, leader_attempt_reelect, leader_resign};
 use crate::schema::Schema;
+use crate::shared_parts::SharedParts;
 
 /// Default [`ElectorConfig::interval`].
 pub(crate) const DEFAULT_ELECT_INTERVAL: Duration = Duration::from_secs(5);
@@ -105,28 +106,30 @@ pub(crate) struct Elector<D: Driver> {
 const MIN_WAIT: Duration = Duration::from_millis(20);
 
 impl<D: Driver> Elector<D> {
-    /// An elector for `client_id`, publishing leadership to `is_leader` and trying to take over
-    /// whenever `kick` is notified, and counting terms in `metrics`.
+    /// An elector for the client, publishing leadership to `is_leader` and trying to take over
+    /// whenever `kick` is notified.
     pub(crate) fn new(
-        driver: D,
-        schema: Schema,
-        client_id: String,
+        parts: &SharedParts<D>,
         config: ElectorConfig,
         is_leader: Arc<watch::Sender<bool>>,
         kick: Arc<Notify>,
-        metrics: MetricsSink,
     ) -> Self {
         Elector {
-            driver,
-            schema,
-            client_id,
+            driver: parts.driver.clone(),
+            schema: parts.schema.clone(),
+            client_id: parts.client_id.clone(),
             config,
             is_leader,
             kick,
-            elections: metrics.counter(LEADER_ELECTIONS, &[]),
-            leading: metrics.gauge(IS_LEADER, &[]),
+            elections: parts.metrics.counter(LEADER_ELECTIONS, &[]),
+            leading: parts.metrics.gauge(IS_LEADER, &[]),
             heartbeat: None,
         }
+    }
+
+    /// Whether this client leads, as this elector publishes it.
+    pub(crate) fn is_leader(&self) -> watch::Receiver<bool> {
+        self.is_leader.subscribe()
     }
 
     /// Ties leadership to this client's heartbeat (`last_beat`): it takes over leaders whose

@@ -26,6 +26,7 @@ use crate::query::{
     job_reassert_running, job_release_orphaned,
 };
 use crate::schema::Schema;
+use crate::shared_parts::SharedParts;
 use crate::work::in_flight::InFlight;
 
 /// How long after detecting a restart the client keeps releasing jobs whose outcome was lost.
@@ -86,30 +87,25 @@ pub(crate) struct Heartbeat<D: Driver> {
 }
 
 impl<D: Driver> Heartbeat<D> {
-    /// A heartbeat for `client_id`, which works `queues`, every `interval`, covering the jobs in
-    /// `in_flight`, recording each success in `last_beat`, and setting `registered` once the
-    /// client's row exists.
-    #[allow(clippy::too_many_arguments)] // Each is a separate part of the client it reports to.
+    /// A heartbeat for the client, which works `queues`, every `interval`, covering the jobs it
+    /// holds, recording each success in `last_beat`, and setting `registered` once the client's
+    /// row exists.
     pub(crate) fn new(
-        driver: D,
-        schema: Schema,
-        client_id: String,
+        parts: &SharedParts<D>,
         queues: Vec<String>,
         interval: Duration,
-        in_flight: Arc<InFlight>,
         last_beat: Arc<LastBeat>,
-        health: Arc<HealthState>,
         registered: Arc<watch::Sender<bool>>,
     ) -> Self {
         Heartbeat {
-            driver,
-            schema,
-            client_id,
+            driver: parts.driver.clone(),
+            schema: parts.schema.clone(),
+            client_id: parts.client_id.clone(),
             queues,
             interval,
-            in_flight,
+            in_flight: Arc::clone(&parts.in_flight),
             last_beat,
-            health,
+            health: Arc::clone(&parts.health),
             registered,
         }
     }

@@ -18,11 +18,12 @@ use tracing::{Instrument, debug, debug_span, info, info_span, warn};
 
 use crate::cluster::health::HealthState;
 use crate::driver::{Driver, Listener, ListenerEvent, Notification};
-use crate::engine_metrics::{MetricsSink, NOTIFIER_RECONNECTS};
+use crate::engine_metrics::NOTIFIER_RECONNECTS;
 use crate::error::Result;
 use crate::job::JobId;
 use crate::query::topic::{TOPIC_CONTROL, TOPIC_INSERT, TOPIC_LEADERSHIP};
 use crate::schema::Schema;
+use crate::shared_parts::SharedParts;
 use crate::work::queue_handle::QueueHandle;
 
 /// A message on the control topic.
@@ -122,20 +123,14 @@ pub(crate) struct Notifier<D: Driver> {
 }
 
 impl<D: Driver> Notifier<D> {
-    /// A notifier for `schema`'s topics, counting its reconnects in `metrics`.
-    pub(crate) fn new(
-        driver: D,
-        schema: Schema,
-        router: NotificationRouter,
-        metrics: MetricsSink,
-        health: Arc<HealthState>,
-    ) -> Self {
+    /// A notifier for the client's schema's topics, handing what it hears to `router`.
+    pub(crate) fn new(parts: &SharedParts<D>, router: NotificationRouter) -> Self {
         Notifier {
-            driver,
-            schema,
+            driver: parts.driver.clone(),
+            schema: parts.schema.clone(),
             router,
-            reconnects: metrics.counter(NOTIFIER_RECONNECTS, &[]),
-            health,
+            reconnects: parts.metrics.counter(NOTIFIER_RECONNECTS, &[]),
+            health: Arc::clone(&parts.health),
         }
     }
 

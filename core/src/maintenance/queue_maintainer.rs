@@ -1,4 +1,5 @@
-//! The queue maintainer: runs the maintenance services during each term this client leads.
+//! The queue maintainer: runs the maintenance services during each term this client leads, and
+//! [`QueueMaintainer::start_with`], which starts it beside the elector that decides the terms.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,12 +15,12 @@ use super::job_scheduler::{JobScheduler, JobSchedulerConfig};
 use super::periodic_enqueuer::{PeriodicEnqueuer, PeriodicEnqueuerConfig};
 use super::queue_cleaner::{QueueCleaner, QueueCleanerConfig};
 use super::queue_sampler::QueueSampler;
+use crate::cluster::elector::Elector;
 use crate::driver::Driver;
-use crate::engine_metrics::MetricsSink;
 use crate::error::Result;
 use crate::insert::inserter::Inserter;
-use crate::schema::Schema;
-use crate::service::supervise;
+use crate::service::{Service, supervise};
+use crate::shared_parts::SharedParts;
 use crate::work::queue_handle::QueueHandle;
 
 /// The settings of every leader-only service.
@@ -32,8 +33,6 @@ pub(crate) struct QueueMaintainerConfig {
     pub(crate) periodic: PeriodicEnqueuerConfig,
     /// Time before a failed service is restarted.
     pub(crate) supervisor_backoff: Duration,
-    /// Where the rescuer's and the queue sampler's metrics go.
-    pub(crate) metrics: MetricsSink,
     /// How often the queue sampler runs; `None` runs no sampler (metrics off).
     pub(crate) sample_interval: Option<Duration>,
 }
@@ -55,32 +54,34 @@ pub(crate) struct QueueMaintainer<D: Driver> {
 }
 
 impl<D: Driver> QueueMaintainer<D> {
-    /// Builds every service for `schema`; periodic jobs are inserted through `inserter`.
+    /// Builds every service for the client's schema; periodic jobs are inserted through
+    /// `inserter`, the scheduler wakes `queues`, and `analyzer` (shared with the client's own
+    /// large inserts) runs too unless turned off.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidConfig`](crate::Error::InvalidConfig) for a service's bad settings.
     pub(crate) fn new(
-        driver: D,
-        schema: Schema,
+        parts: &SharedParts<D>,
         config: QueueMaintainerConfig,
         inserter: Inserter,
         queues: HashMap<String, Arc<QueueHandle>>,
         analyzer: Option<JobAnalyzer<D>>,
     ) -> Result<Self> {
+        let (driver, schema) = (parts.driver.clone(), parts.schema.clone());
         let sampler = match config.sample_interval {
             Some(interval) => Some(QueueSampler::new(
                 driver.clone(),
                 schema.clone(),
                 interval,
-                config.metrics.clone(),
+                parts.metrics.clone(),
             )?),
             None => None,
         };
         Ok(QueueMaintainer {
             scheduler: JobScheduler::new(driver.clone(), schema.clone(), config.scheduler)?,
             rescuer: JobRescuer::new(driver.clone(), schema.clone(), config.rescuer)?
-                .with_metrics(config.metrics),
+                .with_metrics(parts.metrics.clone()),
             sampler,
             cleaner: JobCleaner::new(driver.clone(), schema.clone(), config.cleaner)?,
             queue_cleaner: QueueCleaner::new(driver.clone(), schema.clone(), config.queue_cleaner)?,
@@ -89,6 +90,27 @@ impl<D: Driver> QueueMaintainer<D> {
             queues,
             backoff: config.supervisor_backoff,
         })
+    }
+
+    /// Starts `elector` and this maintainer under one service: the elector (supervised) decides
+    /// the terms, and the maintainer runs its services during each term this client leads. The
+    /// service's stop ends both (the elector resigns).
+    pub(crate) async fn start_with(self, elector: Elector<D>) -> Service {
+        let is_leader = elector.is_leader();
+        let backoff = self.backoff;
+        let service = Service::new();
+        let stop = service.token();
+        service
+            .start(async move {
+                let elector_task = tokio::spawn(supervise("elector", backoff, stop.clone(), {
+                    let stop = stop.clone();
+                    move || elector.clone().run(stop.clone())
+                }));
+                self.run(is_leader, stop).await;
+                let _ = elector_task.await;
+            })
+            .await;
+        service
     }
 
     /// Runs the services during each term this client leads, until `stop`.

@@ -25,7 +25,7 @@ use tracing::{Instrument, debug, debug_span, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
-use crate::engine_metrics::{FLUSH_OUTCOMES, FLUSH_SECONDS, MetricsSink, SUPERSEDED};
+use crate::engine_metrics::{FLUSH_OUTCOMES, FLUSH_SECONDS, SUPERSEDED};
 use crate::error::{Error, Result, with_timeout};
 use crate::event::{Event, EventSender};
 use crate::fast_hash::FastMap;
@@ -36,6 +36,7 @@ use crate::query::{
     job_set_state_if_running_many,
 };
 use crate::schema::Schema;
+use crate::shared_parts::SharedParts;
 use crate::work::claim_tokens::NO_CLAIM;
 use crate::work::in_flight::InFlight;
 
@@ -126,27 +127,24 @@ pub(crate) struct BatchCompleter<D: Driver> {
 }
 
 impl<D: Driver> BatchCompleter<D> {
-    /// A completer recording into `schema`, forgetting recorded jobs from `in_flight`,
-    /// publishing to `events`, counting in `stats` and emitting to `metrics`.
+    /// A completer for the client, forgetting the claims it records from the client's held
+    /// claims, publishing to `events` and counting in `stats`.
     pub(crate) fn new(
-        driver: D,
-        schema: Schema,
+        parts: &SharedParts<D>,
         config: CompleterConfig,
-        in_flight: Arc<InFlight>,
         events: Arc<EventSender>,
         stats: Arc<CompleterStats>,
-        metrics: MetricsSink,
     ) -> Self {
         BatchCompleter {
-            in_flight,
-            driver,
-            schema,
+            in_flight: Arc::clone(&parts.in_flight),
+            driver: parts.driver.clone(),
+            schema: parts.schema.clone(),
             config,
             events,
             stats,
-            flush_seconds: metrics.histogram(FLUSH_SECONDS, &[]),
-            flush_outcomes: metrics.histogram(FLUSH_OUTCOMES, &[]),
-            superseded: metrics.counter(SUPERSEDED, &[]),
+            flush_seconds: parts.metrics.histogram(FLUSH_SECONDS, &[]),
+            flush_outcomes: parts.metrics.histogram(FLUSH_OUTCOMES, &[]),
+            superseded: parts.metrics.counter(SUPERSEDED, &[]),
         }
     }
 

@@ -22,6 +22,21 @@ use crate::work::completer::Completion;
 use crate::work::timeout_overrun::TimeoutOverruns;
 use crate::worker::{WorkResult, Workers, panic_message};
 
+/// How a client runs attempts: its workers, retry policy and default timeout, inside the tracing
+/// middleware and then the registered middleware.
+pub(crate) struct JobExecutorConfig {
+    /// One worker per kind.
+    pub(crate) workers: Workers,
+    /// When a failed attempt is retried, unless its worker says.
+    pub(crate) retry_policy: Arc<dyn RetryPolicy>,
+    /// How long an attempt may run, unless its worker says.
+    pub(crate) default_timeout: Option<Duration>,
+    /// The job span around every attempt.
+    pub(crate) tracing: JobTracing,
+    /// The registered middleware, inside the span.
+    pub(crate) middleware: MiddlewareStack,
+}
+
 /// Everything needed to run jobs; shared by a client's producers.
 #[derive(Clone)]
 pub(crate) struct JobExecutor {
@@ -36,19 +51,23 @@ pub(crate) struct JobExecutor {
 }
 
 impl JobExecutor {
-    /// An executor running `workers` inside `tracing` and then `middleware`, sending outcomes to
-    /// `completer`, counting attempts that ran past their timeout into `metrics`.
-    #[allow(clippy::too_many_arguments)]
+    /// An executor for jobs of `schema`, running attempts as `config` says, sending their
+    /// outcomes to `completer` and counting attempts that ran past their timeout into `metrics`.
+    /// It needs no database (a test runs it without a client, [`crate::testing`]), so it takes
+    /// these two of a client's shared parts only.
     pub(crate) fn new(
-        workers: Workers,
         schema: Schema,
-        retry_policy: Arc<dyn RetryPolicy>,
-        default_timeout: Option<Duration>,
-        completer: mpsc::Sender<Completion>,
-        tracing: JobTracing,
-        middleware: MiddlewareStack,
         metrics: MetricsSink,
+        config: JobExecutorConfig,
+        completer: mpsc::Sender<Completion>,
     ) -> Self {
+        let JobExecutorConfig {
+            workers,
+            retry_policy,
+            default_timeout,
+            tracing,
+            middleware,
+        } = config;
         JobExecutor {
             workers,
             schema,

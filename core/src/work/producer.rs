@@ -41,12 +41,13 @@ use tracing::{Instrument, debug, debug_span, info_span, warn};
 use crate::cluster::health::HealthState;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, HeldRows};
-use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, CLAIMS_OVERLAPPED, MetricsSink};
+use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, CLAIMS_OVERLAPPED};
 use crate::error::{Error, Result, with_timeout};
 use crate::query::{
     FetchPosition, IdRow, QueueUpsertRow, claimed_jobs, claimed_position, job_get_available,
     job_get_cancel_requested, queue_upsert,
 };
+use crate::shared_parts::SharedParts;
 use crate::work::claim_tokens::ClaimTokens;
 use crate::work::in_flight::{HeldClaim, InFlight};
 use crate::work::job_executor::JobExecutor;
@@ -71,8 +72,6 @@ impl Drop for AbortOnDrop {
 /// How a producer fetches: the client-wide settings every queue's producer shares.
 #[derive(Debug, Clone)]
 pub(crate) struct ProducerConfig {
-    /// The client's id, recorded in `attempted_by`.
-    pub(crate) client_id: String,
     /// Most jobs one fetch claims.
     pub(crate) fetch_limit: usize,
     /// Claimed jobs a producer keeps ready beyond its free slots.
@@ -83,10 +82,6 @@ pub(crate) struct ProducerConfig {
     pub(crate) poll_only: bool,
     /// How often the queue's row is refreshed when notifications are on.
     pub(crate) refresh_interval: Duration,
-    /// Where claim metrics go.
-    pub(crate) metrics: MetricsSink,
-    /// Where the producer reports that its fetch loop runs.
-    pub(crate) health: Arc<HealthState>,
     /// The client's fencing tokens, one per fetch.
     pub(crate) claim_tokens: Arc<ClaimTokens>,
     /// True once the client's heartbeat has registered its row for this start.
@@ -97,6 +92,10 @@ pub(crate) struct ProducerConfig {
 #[derive(Clone)]
 pub(crate) struct Producer<D: Driver> {
     driver: D,
+    /// The client's id, recorded in `attempted_by`.
+    client_id: String,
+    /// Where the producer reports that its fetch loop runs.
+    health: Arc<HealthState>,
     queue: String,
     max_workers: usize,
     config: ProducerConfig,
@@ -109,28 +108,30 @@ pub(crate) struct Producer<D: Driver> {
 }
 
 impl<D: Driver> Producer<D> {
-    /// A producer for `queue`, running up to `max_workers` jobs at once through `executor`.
+    /// A producer for `queue` of the client, running up to `max_workers` jobs at once through
+    /// `executor`, controlled through `handle`.
     pub(crate) fn new(
-        driver: D,
-        queue: String,
-        max_workers: usize,
+        parts: &SharedParts<D>,
         config: ProducerConfig,
-        executor: Arc<JobExecutor>,
+        queue: &str,
+        max_workers: usize,
         handle: Arc<QueueHandle>,
-        in_flight: Arc<InFlight>,
+        executor: Arc<JobExecutor>,
     ) -> Self {
-        let labels = [("queue", queue.as_str())];
+        let labels = [("queue", queue)];
         Producer {
-            claim_seconds: config.metrics.histogram(CLAIM_SECONDS, &labels),
-            claim_jobs: config.metrics.histogram(CLAIM_JOBS, &labels),
-            claims_overlapped: config.metrics.counter(CLAIMS_OVERLAPPED, &labels),
-            driver,
-            queue,
+            claim_seconds: parts.metrics.histogram(CLAIM_SECONDS, &labels),
+            claim_jobs: parts.metrics.histogram(CLAIM_JOBS, &labels),
+            claims_overlapped: parts.metrics.counter(CLAIMS_OVERLAPPED, &labels),
+            driver: parts.driver.clone(),
+            client_id: parts.client_id.clone(),
+            health: Arc::clone(&parts.health),
+            queue: queue.to_owned(),
             max_workers,
             config,
             executor,
             handle,
-            in_flight,
+            in_flight: Arc::clone(&parts.in_flight),
         }
     }
 
@@ -162,7 +163,7 @@ impl<D: Driver> Producer<D> {
                 // An error only when the heartbeat is gone: the client is stopping.
                 _ = registered.wait_for(|r| *r) => {}
             }
-            let fetching = self.config.health.producer_running();
+            let fetching = self.health.producer_running();
             self.refresh().await;
             let mut last_refresh = Instant::now();
             while !stop.is_cancelled() {
@@ -374,14 +375,13 @@ impl<D: Driver> Producer<D> {
                     tokio::task::yield_now().await;
                 }
             }
-            let jobs =
-                match claimed_jobs(&mut rows, &self.queue, &self.config.client_id, claim.token) {
-                    Ok(jobs) => jobs,
-                    Err(e) => {
-                        warn_replaced(failed.replace(e));
-                        continue;
-                    }
-                };
+            let jobs = match claimed_jobs(&mut rows, &self.queue, &self.client_id, claim.token) {
+                Ok(jobs) => jobs,
+                Err(e) => {
+                    warn_replaced(failed.replace(e));
+                    continue;
+                }
+            };
             self.in_flight.add_all(jobs.iter().map(|j| HeldClaim {
                 id: j.id,
                 attempt: j.attempt,
@@ -451,7 +451,7 @@ impl<D: Driver> Producer<D> {
             self.executor.schema_ref(),
             &self.queue,
             limit,
-            &self.config.client_id,
+            &self.client_id,
             token,
             after,
         );
