@@ -227,4 +227,38 @@ mod tests {
         assert_eq!(highest_parameter("SELECT $2, $12, $$x$$, $1"), 12);
         assert_eq!(highest_parameter("SELECT 1 $"), 0);
     }
+
+    /// `job_count.sql` and `job_bulk.sql` find their jobs state by state, the state written out
+    /// in each arm so the planner sees how many jobs it holds: every job state has exactly one
+    /// arm, and the arms differ in nothing but their state.
+    #[test]
+    fn the_state_by_state_statements_have_one_arm_per_job_state() {
+        use crate::job::JobState;
+        for q in [Query::JobCount, Query::JobBulk] {
+            let sql = q.template();
+            let marker = "WHERE j.state = '";
+            let arms: Vec<(String, String)> = sql
+                .split(marker)
+                .skip(1)
+                .map(|arm| {
+                    let (state, rest) = arm.split_once('\'').unwrap();
+                    let body = rest.split("UNION ALL").next().unwrap();
+                    let body = body.split("\n)").next().unwrap();
+                    (state.to_owned(), body.trim_end().replace(state, "<state>"))
+                })
+                .collect();
+            let mut states: Vec<&str> = arms.iter().map(|(s, _)| s.as_str()).collect();
+            states.sort_unstable();
+            let mut expected: Vec<&str> = JobState::ALL.iter().map(|s| s.as_str()).collect();
+            expected.sort_unstable();
+            assert_eq!(states, expected, "{q:?}: one arm per job state");
+            for (state, body) in &arms {
+                assert!(
+                    body.contains("'<state>' = ANY($1::text[])"),
+                    "{q:?}: the {state} arm does not filter on its own state"
+                );
+                assert_eq!(body, &arms[0].1, "{q:?}: the {state} arm differs");
+            }
+        }
+    }
 }
