@@ -101,13 +101,14 @@
 //!
 //! | component | what it does |
 //! |-----------|--------------|
-//! | producers | one per queue: claim `min(free slots, fetch limit)` jobs in one `FOR UPDATE SKIP LOCKED` statement when notified, when a slot frees, or on the poll timer |
+//! | inserter | writes jobs through any executor, the application's transaction included; announces due jobs by a debounced `NOTIFY` sent in the inserting transaction, and a client's commit watcher announces those whose notification was debounced away once their transaction commits |
+//! | producers | one per queue: claim due jobs in one `FOR UPDATE SKIP LOCKED` statement for the free slots plus a small buffer ([`Config::prefetch`]), when notified, when the buffer runs low, or on the poll timer |
 //! | executor | decodes args, applies the timeout, catches panics, maps the result to an outcome |
 //! | completer | records outcomes in batches, one UPDATE each, fenced on the claim that ran (its fencing token) |
 //! | notifier | one LISTEN connection for insert, control and leadership topics, scoped to the schema; reconnects and re-polls |
 //! | heartbeat | keeps the client's liveness row; detects a database restart or failover and re-asserts or releases its jobs |
 //! | elector | leader lease with terms; only the leader runs maintenance |
-//! | maintenance | scheduler, rescuer, job and queue cleaners, periodic enqueuer, each under a supervisor |
+//! | maintenance | scheduler, rescuer, job and queue cleaners, analyzer, periodic enqueuer and (with metrics on) the queue sampler, each under a supervisor |
 //!
 //! Jobs move through [`JobState`]s; retries use the [`RetryPolicy`] (default `attempt⁴` seconds
 //! with jitter); [`PeriodicJob`]s are durable cron or interval schedules; [`Client::subscribe`]
