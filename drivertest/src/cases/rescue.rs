@@ -384,12 +384,14 @@ pub async fn an_expired_client_missed_by_a_pass_is_rescued_at_the_next<H: Harnes
         .insert(&mut ctx.conn().await, Task { n: 1 })
         .await
         .unwrap();
-    // A client dead for a minute, the job running under its name.
+    // A client dead for a minute, the job running under its name; and one dead for two hours,
+    // running nothing, whose row a rescuer pass deletes.
     ctx.conn()
         .await
         .execute(&ctx.stmt(
             "INSERT INTO {schema}.pgmill_client (id, hostname, pid, heartbeat_at) \
-             VALUES ('dead-client', 'gone', 1, now() - interval '60 seconds')",
+             VALUES ('dead-client', 'gone', 1, now() - interval '60 seconds'), \
+                    ('pass-probe', 'gone', 2, now() - interval '2 hours')",
         ))
         .await
         .unwrap();
@@ -426,9 +428,26 @@ pub async fn an_expired_client_missed_by_a_pass_is_rescued_at_the_next<H: Harnes
         .unwrap();
     leader.start().await.unwrap();
     wait_for("the client leads", async || leader.is_leader()).await;
-    // The rescuer's first pass runs when leadership starts, and skips the locked row.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(count_in(&ctx, JobState::Running).await, 1);
+    // The rescuer's first pass runs when leadership starts, and skips the locked row. The pass
+    // ends by deleting the rows of clients dead past the retention (an hour) that run no job:
+    // the probe's row going is the sign that a whole pass ran while the row was locked.
+    wait_for("a rescuer pass deleted the probe's row", async || {
+        let left: i64 =
+            ctx.conn()
+                .await
+                .query_scalar(&ctx.stmt(
+                    "SELECT count(*) AS n FROM {schema}.pgmill_client WHERE id = 'pass-probe'",
+                ))
+                .await
+                .unwrap();
+        left == 0
+    })
+    .await;
+    assert_eq!(
+        count_in(&ctx, JobState::Running).await,
+        1,
+        "the pass skipped the locked row"
+    );
     lock.rollback().await.unwrap();
 
     let rescued = crate::eventually(Duration::from_secs(10), async || {
