@@ -123,6 +123,11 @@ pub async fn read_only_server_makes_the_client_reopen_connections<H: Harness>() 
         rows.iter().map(|r| r.get("pid").unwrap()).collect()
     };
     let before = backends().await;
+    // The listener and at least one pooled connection: else nothing below could fail.
+    assert!(
+        before.len() >= 2,
+        "the client's backends were not found: {before:?}"
+    );
     ctx.script("ALTER SYSTEM SET default_transaction_read_only = on")
         .await;
     ctx.script("SELECT pg_reload_conf()").await;
