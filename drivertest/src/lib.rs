@@ -212,6 +212,7 @@ macro_rules! __conformance_cases {
             client_health {
                 health_follows_the_client_from_start_to_stop,
                 health_of_poll_only_and_insert_only_clients,
+                readiness_fails_on_each_missing_part,
             }
             client_tracing {
                 worker_lines_carry_the_job_span_fields,
