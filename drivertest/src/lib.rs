@@ -26,7 +26,6 @@
 pub mod cases;
 mod context;
 pub mod doomed;
-mod eventually;
 mod harness;
 pub mod log_capture;
 pub mod metrics_probe;
@@ -35,7 +34,6 @@ pub mod prepared;
 pub mod scripted;
 
 pub use context::{TestContext, migrated};
-pub use eventually::eventually;
 pub use harness::{Harness, HostDone, HostWork, harness_error};
 pub use pgmill_testdb as testdb;
 pub use pooler::{PollOnly, pgbouncer_url};

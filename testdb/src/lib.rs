@@ -23,6 +23,8 @@
 //! (promoted with [`Cluster::promote`]), and a [`Forwarder`] gives clients one address whose
 //! target can be switched from the old primary to the promoted replica.
 //!
+//! [`eventually`] waits for a condition (a row written, a job done) instead of for a time.
+//!
 //! Give each test its own schema ([`fresh_schema_name`]); with `DATABASE_URL` the watchdog drops
 //! the process's schemas at the end, so nothing is left behind. Tests that restart or kill
 //! Postgres start a private [`Cluster`] of their own.
@@ -51,6 +53,7 @@
 mod after_exit;
 mod cluster;
 mod error;
+mod eventually;
 mod forwarder;
 mod pgbouncer;
 mod program;
@@ -58,6 +61,7 @@ mod shared;
 
 pub use cluster::Cluster;
 pub use error::Error;
+pub use eventually::eventually;
 pub use forwarder::Forwarder;
 pub use pgbouncer::PgBouncer;
 pub use program::{find_program, require_program};

@@ -17,7 +17,7 @@ const LONG_POLL: Duration = Duration::from_secs(120);
 
 /// Waits up to 30 s (far below [`LONG_POLL`]) for `n` completed jobs.
 async fn completes_without_polling<D: Driver>(ctx: &TestContext<D>, n: i64) {
-    let done = crate::eventually(Duration::from_secs(30), async || {
+    let done = crate::testdb::eventually(Duration::from_secs(30), async || {
         count_in(ctx, JobState::Completed).await == n
     })
     .await;
@@ -703,7 +703,7 @@ pub async fn a_rolled_back_held_back_insert_is_looked_at_no_more<H: Harness>() {
     let mut tx = conn.begin().await.unwrap();
     inserter.insert(&mut tx, Task { n: 2 }).await.unwrap();
     tx.rollback().await.unwrap();
-    let looked = crate::eventually(Duration::from_secs(10), async || {
+    let looked = crate::testdb::eventually(Duration::from_secs(10), async || {
         last_look(&ctx, &tag).await.is_some()
     })
     .await;

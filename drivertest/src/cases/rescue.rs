@@ -450,7 +450,7 @@ pub async fn an_expired_client_missed_by_a_pass_is_rescued_at_the_next<H: Harnes
     );
     lock.rollback().await.unwrap();
 
-    let rescued = crate::eventually(Duration::from_secs(10), async || {
+    let rescued = crate::testdb::eventually(Duration::from_secs(10), async || {
         count_in(&ctx, JobState::Available).await == 1
     })
     .await;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use fantoccini::{ClientBuilder, Locator};
 use pgmill::{Client, Schema};
 use pgmill_driver_tokio_postgres::TokioPostgresDriver;
-use pgmill_drivertest::eventually;
+use pgmill_testdb::eventually;
 use pgmill_web::Dashboard;
 use serde_json::{Value, json};
 
