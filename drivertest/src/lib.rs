@@ -26,7 +26,6 @@
 pub mod cases;
 mod context;
 pub mod doomed;
-mod eventually;
 mod harness;
 pub mod log_capture;
 pub mod metrics_probe;
@@ -35,7 +34,6 @@ pub mod prepared;
 pub mod scripted;
 
 pub use context::{TestContext, migrated};
-pub use eventually::eventually;
 pub use harness::{Harness, HostDone, HostWork, harness_error};
 pub use pgmill_testdb as testdb;
 pub use pooler::{PollOnly, pgbouncer_url};
@@ -212,6 +210,7 @@ macro_rules! __conformance_cases {
             client_health {
                 health_follows_the_client_from_start_to_stop,
                 health_of_poll_only_and_insert_only_clients,
+                readiness_fails_on_each_missing_part,
             }
             client_tracing {
                 worker_lines_carry_the_job_span_fields,

@@ -151,7 +151,7 @@ pub async fn count_in<D: Driver>(ctx: &TestContext<D>, state: JobState) -> i64 {
 
 /// Waits up to 60 s for `check`, panicking with `what` if it never holds.
 pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    if !crate::eventually(Duration::from_secs(60), async || check().await).await {
+    if !crate::testdb::eventually(Duration::from_secs(60), async || check().await).await {
         panic!("timed out waiting for: {what}");
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use pgmill::{InsertOpts, Job, JobArgs, JobError, JobState, Worker};
-use pgmill_drivertest::eventually;
+use pgmill_testdb::eventually;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::{Browser, Env, PATIENCE};
