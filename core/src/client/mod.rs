@@ -7,6 +7,7 @@ mod admin;
 mod browse;
 mod bulk;
 mod config;
+mod dead;
 mod health;
 mod shutdown;
 

@@ -11,6 +11,7 @@ mod job;
 mod job_bulk;
 mod job_claim;
 mod job_complete;
+mod job_dead;
 mod job_insert;
 mod job_summary;
 mod leader;
@@ -19,6 +20,7 @@ mod periodic;
 mod queue;
 mod queue_activity;
 pub(crate) mod sql_text;
+mod storage;
 pub(crate) mod topic;
 
 pub(crate) use client::{
@@ -39,6 +41,10 @@ pub(crate) use job_claim::{
 pub(crate) use job_complete::{
     CompletedRow, SetStateParams, SetStateResult, job_set_completed_many,
     job_set_state_if_running_many,
+};
+pub(crate) use job_dead::{
+    DeadDepthRow, PurgeRow, RedriveRow, job_dead_count_by_queue, job_dead_delete_expired,
+    job_dead_list, job_dead_list_page, job_dead_purge, job_dead_redrive,
 };
 pub(crate) use job_insert::{
     CopyShape, InProgressRow, InsertedRow, WithXact, job_copy_available, job_insert_many,
@@ -62,6 +68,9 @@ pub(crate) use queue::{
     queue_overview, queue_pause, queue_resume, queue_upsert,
 };
 pub(crate) use queue_activity::job_count_recent_by_queue;
+pub(crate) use storage::{
+    SlotRow, storage_done_truncate_expired, storage_horizon, storage_set_done_slot_seconds,
+};
 
 /// A duration as the microseconds core's SQL takes for intervals (saturating).
 fn micros(d: chrono::TimeDelta) -> i64 {
