@@ -89,13 +89,14 @@ CREATE TABLE {schema}.pgmill_job_done_15 PARTITION OF {schema}.pgmill_job_done F
 
 -- Empties, with TRUNCATE, every slot of the history ring whose rows are all past their retention
 -- (completed jobs finished before `completed_before`, cancelled ones before `cancelled_before`;
--- NULL keeps that state forever), except the slot `current_slot` being written and the one after
--- it; returns the slots emptied. A slot that still holds a younger row (after the slot width
--- changed, a slot can hold rows of two laps) is left for a later pass, so nothing is removed
--- before its time. TRUNCATE waits for the readers of the slot: the caller bounds the wait with
--- lock_timeout, and a slot it could not lock in time is left for the next pass (the error is
--- caught here), so the readers and writers that queue behind a waiting TRUNCATE never wait long.
--- `lock_wait_ms` is that bound: lock_timeout for the rest of the calling transaction.
+-- NULL keeps that state forever), except the slot `current_slot` being written; returns the slots
+-- emptied. A slot is locked first and its rows checked after the lock is held, so no row a
+-- writer adds meanwhile is removed with it: a slot that holds a younger row (a writer already
+-- moved on to it, or the slot width changed and it holds rows of two laps) is left for a later
+-- pass, and nothing is removed before its time. The lock waits for the slot's readers and
+-- writers; `lock_wait_ms` bounds that wait (lock_timeout, for the rest of the calling
+-- transaction), and a slot not locked in time is left for the next pass (the error is caught
+-- here), so the readers and writers that queue behind the waiting lock never wait long.
 CREATE FUNCTION {schema}.pgmill_job_done_truncate_expired(
     completed_before timestamptz,
     cancelled_before timestamptz,
@@ -109,23 +110,33 @@ DECLARE
     part text;
     has_rows boolean;
     has_young boolean;
+    young text := 'SELECT EXISTS (SELECT 1 FROM {schema}.%I AS d'
+        ' WHERE (d.state = ''completed'' AND ($1 IS NULL OR d.finalized_at >= $1))'
+        ' OR (d.state = ''cancelled'' AND ($2 IS NULL OR d.finalized_at >= $2)))';
 BEGIN
     PERFORM pg_catalog.set_config('lock_timeout', lock_wait_ms::text || 'ms', true);
     FOR s IN 0..15 LOOP
-        CONTINUE WHEN s = current_slot OR s = (current_slot + 1) % 16;
+        CONTINUE WHEN s = current_slot;
         part := pg_catalog.format('pgmill_job_done_%s', pg_catalog.lpad(s::text, 2, '0'));
+        -- A look without the lock first, so that slots empty or still young are passed over
+        -- without making their readers and writers wait.
         EXECUTE pg_catalog.format('SELECT EXISTS (SELECT 1 FROM {schema}.%I)', part)
             INTO has_rows;
         CONTINUE WHEN NOT has_rows;
-        EXECUTE pg_catalog.format(
-            'SELECT EXISTS (SELECT 1 FROM {schema}.%I AS d'
-            ' WHERE (d.state = ''completed'' AND ($1 IS NULL OR d.finalized_at >= $1))'
-            ' OR (d.state = ''cancelled'' AND ($2 IS NULL OR d.finalized_at >= $2)))', part)
+        EXECUTE pg_catalog.format(young, part)
             INTO has_young USING completed_before, cancelled_before;
         CONTINUE WHEN has_young;
         BEGIN
-            EXECUTE pg_catalog.format('TRUNCATE {schema}.%I', part);
-            RETURN NEXT s;
+            EXECUTE pg_catalog.format('LOCK TABLE {schema}.%I IN ACCESS EXCLUSIVE MODE', part);
+            -- Under the lock, in a statement that started after it was taken: every row a
+            -- writer committed to the slot is seen, and none can be added until the TRUNCATE
+            -- commits.
+            EXECUTE pg_catalog.format(young, part)
+                INTO has_young USING completed_before, cancelled_before;
+            IF NOT has_young THEN
+                EXECUTE pg_catalog.format('TRUNCATE {schema}.%I', part);
+                RETURN NEXT s;
+            END IF;
         EXCEPTION WHEN lock_not_available THEN
             NULL;
         END;

@@ -1,7 +1,6 @@
 -- Empties the history ring's slots whose rows are all past their retention, waiting at most $3
 -- milliseconds for each slot's lock (pgmill_job_done_truncate_expired); returns the slots
--- emptied. The slot being written (that of now() at the stored width) and the next are never
--- emptied.
+-- emptied. The slot being written (that of now() at the stored width) is never emptied.
 -- $1: completed jobs finished before now() less this many microseconds may go, or NULL (kept)
 -- $2: cancelled jobs finished before now() less this many microseconds may go, or NULL (kept)
 -- $3: most milliseconds to wait for a slot's lock

@@ -35,8 +35,8 @@ impl VacuumHorizon {
     }
 
     /// True when some holder is a session of another role whose details this role may not see
-    /// (it lacks `pg_read_all_stats`): its age in transactions is known, not who runs it or since
-    /// when.
+    /// (it lacks `pg_read_all_stats`): its age in transactions and its role are known, not since
+    /// when it holds or what it is doing.
     pub fn has_hidden_holders(&self) -> bool {
         self.holders.iter().any(|h| !h.visible)
     }
@@ -55,15 +55,16 @@ pub struct VacuumHolder {
     /// How long it has held it: the session's transaction (or query) so far, the prepared
     /// transaction's age; `None` for a slot, or a session this role may not see.
     pub held_for: Option<Duration>,
-    /// The role running it, when visible.
+    /// The role running it (a session's role is shown to every role; `None` for a slot).
     pub role: Option<String>,
-    /// The session's `application_name`, when visible.
+    /// The session's `application_name` (shown to every role).
     pub application_name: Option<String>,
     /// What the session is doing (`active`, `idle in transaction`, ...), whether the slot is
     /// `active`, or `prepared`; `None` for a session this role may not see.
     pub state: Option<String>,
     /// False for a session of another role this role may not see the details of (it lacks
-    /// `pg_read_all_stats`): then only its process id and age are known.
+    /// `pg_read_all_stats`): then its process id, role, application name and age are known, not
+    /// since when it holds or what it is doing.
     pub visible: bool,
 }
 

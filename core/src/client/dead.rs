@@ -132,7 +132,7 @@ impl<D: Driver> Client<D> {
     /// What holds vacuum back on this database: the sessions, replication slots and prepared
     /// transactions whose snapshot is older than the newest, oldest first (at most ten). While
     /// one holds, dead rows of every table pile up; see [`VacuumHorizon`]. A role without
-    /// `pg_read_all_stats` sees other roles' sessions by process id and age only
+    /// `pg_read_all_stats` sees other roles' sessions without their start or state
     /// ([`VacuumHorizon::has_hidden_holders`]).
     ///
     /// # Errors
