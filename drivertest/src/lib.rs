@@ -396,6 +396,7 @@ macro_rules! __conformance_cases {
                 dead_letter_redrive_keeps_the_job_and_reports_conflicts,
                 expired_history_slots_are_truncated_and_younger_ones_kept,
                 the_vacuum_horizon_names_who_holds_it,
+                version_9_applies_under_running_clients_and_reverts_losing_nothing,
             }
             migrator {
                 up_creates_every_table, up_again_is_a_no_op,

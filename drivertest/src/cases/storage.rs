@@ -503,3 +503,130 @@ pub async fn the_vacuum_horizon_names_who_holds_it<H: Harness>() {
     assert!(hidden.has_hidden_holders());
     tx.rollback().await.unwrap();
 }
+
+/// Every job of every state, with its id, state and errors, as `(id, state, errors)` rows of the
+/// table (or view) `from`.
+async fn jobs_in<D: Driver>(ctx: &TestContext<D>, from: &str) -> Vec<(i64, String, i64)> {
+    let rows = ctx
+        .conn()
+        .await
+        .query(&ctx.stmt(&format!(
+            "SELECT id, state::text AS state, cardinality(errors)::int8 AS errors \
+             FROM {{schema}}.{from} ORDER BY id"
+        )))
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|r| {
+            (
+                r.get("id").unwrap(),
+                r.get("state").unwrap(),
+                r.get("errors").unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Version 9 applies while a client of version 8 inserts: the inserts go on without an error,
+/// the jobs version 8 finished stay in the job table (findable, and cleaned up past their
+/// retention as before), a client of version 9 then moves every job it finishes out; and
+/// reverting to version 8 puts the history and the dead-letter queue back into the job table
+/// under their ids, losing nothing, after which version 9 applies again.
+///
+/// The version 8 client is this crate's inserter on a version 8 schema: its insert statements
+/// read nothing version 9 adds.
+pub async fn version_9_applies_under_running_clients_and_reverts_losing_nothing<H: Harness>() {
+    let ctx = TestContext::<H::Driver>::new::<H>().await;
+    let migrator = pgmill::Migrator::new(ctx.schema.clone());
+    migrator.up(&mut ctx.conn().await, Some(8)).await.unwrap();
+    let inserter = test_client(&ctx).build().unwrap();
+    let legacy = inserter
+        .insert_many(
+            &(0..6)
+                .map(|n| InsertParams::from_args(&Task { n }, None).unwrap())
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+    // Version 8 finished three of them in place.
+    for (job, state) in legacy.iter().zip(["completed", "cancelled", "discarded"]) {
+        ctx.conn()
+            .await
+            .execute(
+                &ctx.stmt(&format!(
+                    "UPDATE {{schema}}.pgmill_job SET state = '{state}', finalized_at = now(), \
+                     attempt = 1 WHERE id = $1::bigint"
+                ))
+                .bind(job.id.0),
+            )
+            .await
+            .unwrap();
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let inserting = {
+        let (inserter, stop) = (inserter.clone(), std::sync::Arc::clone(&stop));
+        tokio::spawn(async move {
+            let mut n = 0_i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                inserter
+                    .insert(Task { n: 100 })
+                    .await
+                    .expect("version 8 insert");
+                n += 1;
+                tokio::task::yield_now().await;
+            }
+            n
+        })
+    };
+    let report = migrator.up(&mut ctx.conn().await, None).await.unwrap();
+    assert_eq!(report.versions[0], 9);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let inserted = inserting.await.unwrap();
+    assert!(inserted > 0);
+    let total = 6 + inserted;
+    // The rows version 8 finished stay in the job table, findable.
+    assert_eq!(
+        stored_in(&ctx, &legacy.iter().map(|j| j.id).collect::<Vec<_>>())
+            .await
+            .values()
+            .filter(|s| *s == "job")
+            .count(),
+        6
+    );
+    let got = inserter.job_get(legacy[0].id).await.unwrap().unwrap();
+    assert_eq!(got.state, JobState::Completed);
+
+    // A version 9 client works the rest: each job it finishes leaves the job table.
+    let worker = finishing_worker();
+    let client = test_client(&ctx)
+        .queue("default", 4)
+        .worker(worker)
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    wait_for("every job finished", async || {
+        ctx.count("pgmill_job_all").await == total
+            && crate::scripted::state_counts(&ctx)
+                .await
+                .iter()
+                .filter(|(s, _)| !s.is_final())
+                .all(|(_, n)| *n == 0)
+    })
+    .await;
+    client.stop().await;
+    assert_eq!(
+        ctx.count("pgmill_job").await,
+        3,
+        "only version 8's finished rows"
+    );
+    assert!(ctx.count("pgmill_job_done").await > 0);
+    assert!(ctx.count("pgmill_job_dead").await > 0);
+    let before = jobs_in(&ctx, "pgmill_job_all").await;
+    assert_eq!(before.len() as i64, total);
+
+    // Down to version 8: every job is back in the job table, as it was.
+    migrator.down(&mut ctx.conn().await, 8).await.unwrap();
+    assert_eq!(jobs_in(&ctx, "pgmill_job").await, before);
+    migrator.up(&mut ctx.conn().await, None).await.unwrap();
+    assert_eq!(jobs_in(&ctx, "pgmill_job_all").await, before);
+}
