@@ -21,6 +21,8 @@
 -- $6: delays up to this many microseconds make the job available at once instead of
 --     retryable or scheduled (it still waits for its scheduled_at)
 -- $7: the fencing token of the claim each outcome belongs to
+-- $8: the rewind channel, or NULL to announce nothing: each queue's earliest interrupted job
+--     (available again at its old place, behind where producers claim from) is announced
 WITH outcome AS (
     SELECT j.*, o.outcome AS outcome_kind, o.delay_us AS delay_us, o.error AS error,
         j.metadata ? 'cancel_attempted_at' AS cancel_asked
@@ -82,6 +84,18 @@ kept AS (
     WHERE j.id = p.id AND NOT p.leaves
     RETURNING j.id, j.state, j.attempt, j.scheduled_at, j.finalized_at
 ),
+rewound AS (
+    SELECT count(pg_notify($8::text, r.queue || E'\t' || r.priority || E'\t'
+        || (extract(epoch FROM r.new_scheduled_at) * 1000000)::bigint || E'\t' || r.id))
+        AS num_rewinds
+    FROM (
+        SELECT DISTINCT ON (p.queue) p.queue, p.priority, p.new_scheduled_at, p.id
+        FROM placed AS p
+        WHERE p.outcome_kind = 'interrupt' AND p.new_state = 'available'
+        ORDER BY p.queue, p.priority, p.new_scheduled_at, p.id
+    ) AS r
+    WHERE $8::text IS NOT NULL
+),
 gone AS (
     DELETE FROM {schema}.pgmill_job AS j
     USING placed AS p
@@ -137,7 +151,8 @@ periodic_stats AS (
 SELECT r.id AS id, r.state::text AS state, r.attempt AS attempt, r.scheduled_at AS scheduled_at,
     r.finalized_at AS finalized_at
 FROM (
-    SELECT id, state, attempt, scheduled_at, finalized_at FROM kept
+    SELECT k.id, k.state, k.attempt, k.scheduled_at, k.finalized_at FROM kept AS k
+    CROSS JOIN rewound
     UNION ALL
     SELECT id, state, attempt, scheduled_at, finalized_at FROM done
     UNION ALL

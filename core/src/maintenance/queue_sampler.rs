@@ -22,6 +22,8 @@ use crate::schema::Schema;
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most queues one pass samples.
 const MAX_QUEUES: usize = 10_000;
+/// A pass starts no sooner than this many times the last one took after it.
+const PASS_SPACING: u32 = 50;
 
 /// What one sampler pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -158,13 +160,18 @@ impl<D: Driver> QueueSampler<D> {
     pub(crate) async fn run(self, stop: CancellationToken) {
         async move {
             loop {
+                let started = std::time::Instant::now();
                 match self.run_once().await {
                     Ok(r) => debug!(num_queues = r.num_queues, "sampled queue gauges"),
                     Err(e) => warn!(error = %e, "queue sampler pass failed"),
                 }
+                // The counts walk the index entries of finished jobs that vacuum has not removed
+                // yet (all of them while another session holds an old snapshot): a slow pass
+                // waits longer, so sampling never takes more than a fiftieth of the time.
+                let wait = self.interval.max(started.elapsed() * PASS_SPACING);
                 tokio::select! {
                     () = stop.cancelled() => break,
-                    () = tokio::time::sleep(self.interval) => {}
+                    () = tokio::time::sleep(wait) => {}
                 }
             }
             self.zero();

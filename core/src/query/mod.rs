@@ -53,15 +53,15 @@ pub(crate) use job_insert::{
 };
 pub(crate) use job_summary::{job_list_newest, job_list_newest_page};
 pub(crate) use leader::{
-    ElectionRow, LeaderIdRow, leader_attempt_elect, leader_attempt_reelect, leader_get,
-    leader_get_live, leader_resign,
+    ElectionRow, LeaderIdRow, leader_attempt_elect, leader_attempt_reelect, leader_db_now,
+    leader_get, leader_get_live, leader_resign,
 };
 pub(crate) use migration::{
     migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,
 };
 pub(crate) use periodic::{
-    DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_list,
-    periodic_set_paused, periodic_upsert,
+    DuePeriodic, periodic_advance, periodic_get_due, periodic_list, periodic_set_paused,
+    periodic_upsert,
 };
 pub(crate) use queue::{
     QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list,
