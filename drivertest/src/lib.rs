@@ -87,6 +87,11 @@ macro_rules! __pooler_cases {
                 snooze_runs_again_without_using_an_attempt, timeout_drops_the_work_and_is_recorded,
                 completion_inside_the_worker_transaction,
             }
+            storage {
+                finished_jobs_leave_the_job_table,
+                dead_letter_redrive_keeps_the_job_and_reports_conflicts,
+                expired_history_slots_are_truncated_and_younger_ones_kept,
+            }
             client_insert {
                 rolled_back_host_insert_never_runs, committed_host_insert_runs_once,
                 insert_many_returns_rows_in_input_order,
@@ -382,6 +387,15 @@ macro_rules! __conformance_cases {
                 notifications_arrive_in_order,
                 reconnects_after_backend_terminated_and_reports_it,
                 reconnect_is_reported_even_when_next_event_is_cancelled_midway,
+            }
+            storage {
+                finished_jobs_leave_the_job_table,
+                a_unique_job_keeping_its_key_stays_in_the_job_table,
+                retry_brings_a_finished_job_back_under_its_id,
+                dead_letter_redrive_keeps_the_job_and_reports_conflicts,
+                expired_history_slots_are_truncated_and_younger_ones_kept,
+                the_vacuum_horizon_names_who_holds_it,
+                version_9_applies_under_running_clients_and_reverts_losing_nothing,
             }
             migrator {
                 up_creates_every_table, up_again_is_a_no_op,

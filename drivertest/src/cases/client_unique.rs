@@ -16,7 +16,7 @@ fn unique_task(n: i64, unique: UniqueOpts) -> InsertParams {
 }
 
 async fn jobs_in_table<D: pgmill::driver::Driver>(ctx: &TestContext<D>) -> i64 {
-    ctx.count("pgmill_job").await
+    ctx.count("pgmill_job_all").await
 }
 
 /// Sixteen tasks inserting the same unique job at once, each committing its own insert, and

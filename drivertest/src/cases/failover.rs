@@ -253,7 +253,7 @@ pub async fn promoted_replica_that_missed_acknowledged_commits_loses_only_those<
             .conn()
             .await
             .query(&c.stmt(&format!(
-                "SELECT (args->>'n')::bigint AS n, {sql} AS v FROM {{schema}}.pgmill_job"
+                "SELECT (args->>'n')::bigint AS n, {sql} AS v FROM {{schema}}.pgmill_job_all"
             )))
             .await
             .expect("jobs by n");

@@ -31,5 +31,6 @@ pub mod producer_prefetch;
 pub mod queue_names;
 pub mod rescue;
 pub mod row_decode;
+pub mod storage;
 pub mod transaction;
 pub mod value_round_trip;

@@ -68,7 +68,7 @@ pub async fn each_tick_is_enqueued_once_with_several_clients<H: Harness>() {
         c.stop().await;
     }
     let row = clients[0].periodic_get("tick").await.unwrap().unwrap();
-    let jobs = ctx.count("pgmill_job").await;
+    let jobs = ctx.count("pgmill_job_all").await;
     assert_eq!(row.run_count, jobs, "one job per tick, never two");
     let created: Vec<chrono::DateTime<chrono::Utc>> = ctx
         .conn()
@@ -148,7 +148,7 @@ pub async fn missed_ticks_are_caught_up_once_or_skipped<H: Harness>() {
     let catch_up = client.periodic_get("catch_up").await.unwrap().unwrap();
     let skip = client.periodic_get("skip").await.unwrap().unwrap();
     assert_eq!((catch_up.run_count, skip.run_count), (1, 0));
-    assert_eq!(ctx.count("pgmill_job").await, 1);
+    assert_eq!(ctx.count("pgmill_job_all").await, 1);
 }
 
 /// `run_on_start` enqueues at once; a paused schedule enqueues nothing until resumed.

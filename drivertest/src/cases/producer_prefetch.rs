@@ -47,7 +47,7 @@ async fn jobs<D: pgmill::driver::Driver>(ctx: &TestContext<D>) -> Vec<(i64, Stri
         .await
         .query(&ctx.stmt(
             "SELECT (args->>'n')::int8 AS n, state::text AS state, attempt::int8 AS attempt \
-             FROM {schema}.pgmill_job ORDER BY 1",
+             FROM {schema}.pgmill_job_all ORDER BY 1",
         ))
         .await
         .unwrap();

@@ -151,7 +151,8 @@ pub async fn rescued_and_released_jobs_keep_their_place_in_the_queue<H: Harness>
             .bind("releasing")
             .bind(Vec::<i64>::new())
             .bind(Vec::<i64>::new())
-            .bind(1_000_000_i64),
+            .bind(1_000_000_i64)
+            .bind(None::<String>),
         )
         .await
         .unwrap();
