@@ -7,7 +7,7 @@
 //! the job table (a unique job keeping its key taken in its final state, or jobs finished by a
 //! client of an older schema version) it deletes past their retention in bounded batches, as
 //! before. It also keeps the history slots wide enough that a slot's rows are past retention
-//! before the ring comes round to it again.
+//! before the ring is back at it.
 
 use std::time::Duration;
 
@@ -54,7 +54,7 @@ pub struct JobCleanerConfig {
     /// slot width, emptied all at once when every job in it is past its retention: a job stays
     /// up to one slot width longer than its retention. The width is two hours, or the longer of
     /// the two retentions divided by thirteen when that is more, so that a slot is emptied
-    /// before the ring comes round to it.
+    /// before the ring is back at it.
     pub cancelled_retention: Option<Duration>,
     /// Discarded jobs are kept this long in the dead-letter queue after entering it; `None`
     /// keeps them until redriven or purged. Default 7 days.
@@ -92,7 +92,7 @@ pub struct JobCleanerRunOnceResult {
 
 impl JobCleanerConfig {
     /// The history slot width these retentions need: a slot must be past retention before the
-    /// ring of sixteen comes round to it (thirteen widths, keeping the slot being written, the
+    /// ring of sixteen is back at it (thirteen widths, keeping the slot being written, the
     /// next one and a spare out of it).
     fn done_slot_seconds(&self) -> i32 {
         let longest = [self.completed_retention, self.cancelled_retention]
