@@ -105,7 +105,7 @@ impl Report {
     pub(crate) async fn gather(probe: &mut Probe, mut report: Report) -> Result<Report, Error> {
         let rows = probe
             .query(
-                "SELECT state::text AS state, count(*) AS n FROM {schema}.pgmill_job \
+                "SELECT state::text AS state, count(*) AS n FROM {schema}.pgmill_job_all \
                  GROUP BY 1 ORDER BY 1",
                 &[],
             )
@@ -115,14 +115,14 @@ impl Report {
         report.lost = probe
             .count(
                 "SELECT count(*) FROM generate_series(0::bigint, $1::bigint - 1) AS g(n) \
-                 WHERE NOT EXISTS (SELECT 1 FROM {schema}.pgmill_job j \
+                 WHERE NOT EXISTS (SELECT 1 FROM {schema}.pgmill_job_all j \
                  WHERE j.kind = 'fault_job' AND (j.args->>'n')::bigint = g.n)",
                 &[&inserted],
             )
             .await?;
         report.never_run = probe
             .count(
-                "SELECT count(*) FROM {schema}.pgmill_job j WHERE NOT EXISTS \
+                "SELECT count(*) FROM {schema}.pgmill_job_all j WHERE NOT EXISTS \
                  (SELECT 1 FROM {schema}.fault_attempt a WHERE a.job_id = j.id)",
                 &[],
             )
@@ -146,7 +146,7 @@ impl Report {
             .await?;
         report.errored_attempts = probe
             .count(
-                "SELECT coalesce(sum(cardinality(errors)), 0)::bigint FROM {schema}.pgmill_job",
+                "SELECT coalesce(sum(cardinality(errors)), 0)::bigint FROM {schema}.pgmill_job_all",
                 &[],
             )
             .await?;
@@ -169,7 +169,7 @@ impl Report {
         // instead shows as a latest claim still working, or never finishing, at finalization.
         report.stale_outcomes = probe
             .count(
-                "SELECT count(*) FROM {schema}.pgmill_job j
+                "SELECT count(*) FROM {schema}.pgmill_job_all j
                  CROSS JOIN LATERAL (
                      SELECT a.finished_at FROM {schema}.fault_attempt a
                      WHERE a.job_id = j.id
@@ -226,7 +226,7 @@ impl Report {
                      SELECT min(a.started_at) AS first_start FROM {schema}.fault_attempt a
                      WHERE a.job_id = h.job_id AND a.attempted_at > e.at
                  ) AS r ON true
-                 LEFT JOIN {schema}.pgmill_job j ON j.id = h.job_id
+                 LEFT JOIN {schema}.pgmill_job_all j ON j.id = h.job_id
                  LEFT JOIN LATERAL (
                      SELECT min((err->>'at')::timestamptz) AS first_rescue,
                          count(*) AS rescues

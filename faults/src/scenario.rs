@@ -180,7 +180,7 @@ impl Run<'_> {
             let unfinished = self
                 .probe
                 .count(
-                    "SELECT count(*) FROM {schema}.pgmill_job \
+                    "SELECT count(*) FROM {schema}.pgmill_job_all \
                      WHERE state NOT IN ('completed', 'cancelled', 'discarded')",
                     &[],
                 )

@@ -111,7 +111,7 @@ async fn run_until_signals(signals: &[&str], env: &[(&str, &str)]) -> (String, S
     let status = child.wait().expect("the example ends");
     assert!(status.success(), "{status}");
     let row = sqlx::query(AssertSqlSafe(format!(
-        "SELECT state::text AS state, attempt FROM \"{schema}\".pgmill_job"
+        "SELECT state::text AS state, attempt FROM \"{schema}\".pgmill_job_all"
     )))
     .fetch_one(&pool)
     .await
