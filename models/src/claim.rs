@@ -16,7 +16,7 @@
 //! | `Register` | (none: the reply's claims enter `InFlight`) | `Producer::fill_slots` → `InFlight::add_all` |
 //! | `LoseReply` | (none: the fetch failed after committing) | `Producer::run` → `InFlight::request_reconcile` |
 //! | `Finish` | (none: the executor hands its outcome to the completer) | `JobExecutor`, `Completion` |
-//! | `Flush` | `job_set_completed_many.sql` when every outcome is a completion, else `job_set_state_if_running_many.sql` | `BatchCompleter::flush`, then `InFlight::remove_all` |
+//! | `Flush` | `job_set_completed_many.sql` (or `job_set_completed_many_count.sql`, without rows) when every outcome is a completion, else `job_set_state_if_running_many.sql` | `BatchCompleter::flush`, then `InFlight::remove_all` |
 //! | `ReleaseOrphans` | `job_release_orphaned.sql` | `Heartbeat::release_orphaned` |
 //! | `Rescue` | `job_rescue.sql` | `JobRescuer::pass` |
 //! | `Schedule` | `job_schedule.sql` | `JobScheduler::run_once` |
