@@ -76,11 +76,17 @@ pub enum Outcome {
     /// An error with attempts left: retryable (or available at once when due soon; the model
     /// takes retryable), discarded when the attempts are used up.
     Retry,
+    /// An error with attempts left and a retry due within the completer's `available_within`:
+    /// available at once (it still waits for its time), attempt kept.
+    RetryDueSoon,
     /// A hard stop interrupted the work, or a buffered job was given back: available, attempt
     /// given back.
     Interrupt,
     /// The worker snoozed: scheduled, attempt given back.
     Snooze,
+    /// The worker snoozed for less than `available_within`: available, attempt given back (as
+    /// an interrupt).
+    SnoozeDueSoon,
     /// The worker discarded the job.
     Discard,
     /// The worker cancelled the job.
@@ -89,11 +95,13 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome.
-    pub const ALL: [Outcome; 6] = [
+    pub const ALL: [Outcome; 8] = [
         Outcome::Complete,
         Outcome::Retry,
+        Outcome::RetryDueSoon,
         Outcome::Interrupt,
         Outcome::Snooze,
+        Outcome::SnoozeDueSoon,
         Outcome::Discard,
         Outcome::Cancel,
     ];
@@ -179,12 +187,13 @@ impl<C: Copy + PartialEq, T: Copy + PartialEq + PartialOrd> Row<C, T> {
             Outcome::Complete => (JobState::Completed, self.attempt),
             Outcome::Cancel => (JobState::Cancelled, self.attempt),
             Outcome::Discard => (JobState::Discarded, self.attempt),
-            Outcome::Retry if self.attempt >= self.max_attempts => {
+            Outcome::Retry | Outcome::RetryDueSoon if self.attempt >= self.max_attempts => {
                 (JobState::Discarded, self.attempt)
             }
             Outcome::Retry => (JobState::Retryable, self.attempt),
+            Outcome::RetryDueSoon => (JobState::Available, self.attempt),
             Outcome::Snooze => (JobState::Scheduled, self.attempt - 1),
-            Outcome::Interrupt => (JobState::Available, self.attempt - 1),
+            Outcome::Interrupt | Outcome::SnoozeDueSoon => (JobState::Available, self.attempt - 1),
         };
         Some(Row {
             state,
