@@ -156,6 +156,7 @@ impl Run<'_> {
             exits: Vec::new(),
             stops: Vec::new(),
             log_tails: Vec::new(),
+            trace: Default::default(),
         };
         self.started = Instant::now();
         self.probe.record("start", None, true).await?;
