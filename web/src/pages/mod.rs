@@ -3,6 +3,7 @@
 
 pub(crate) mod bulk;
 pub(crate) mod clients;
+pub(crate) mod dead;
 pub(crate) mod job;
 pub(crate) mod jobs;
 pub(crate) mod overview;
@@ -30,6 +31,7 @@ pub(crate) enum Nav {
     Overview,
     Jobs,
     Periodic,
+    Dead,
     Clients,
 }
 
@@ -104,6 +106,7 @@ impl Shell {
                             (link(Nav::Overview, "/", "Overview"))
                             (link(Nav::Jobs, "/jobs", "Jobs"))
                             (link(Nav::Periodic, "/periodic", "Periodic"))
+                            (link(Nav::Dead, "/dead", "Dead letters"))
                             (link(Nav::Clients, "/clients", "Clients"))
                         }
                         div.meta {
