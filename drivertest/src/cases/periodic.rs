@@ -74,7 +74,7 @@ pub async fn each_tick_is_enqueued_once_with_several_clients<H: Harness>() {
         .conn()
         .await
         .query(&ctx.stmt(
-            "SELECT created_at FROM {schema}.pgmill_job \
+            "SELECT created_at FROM {schema}.pgmill_job_all \
              WHERE metadata->>'periodic' = 'tick' ORDER BY created_at",
         ))
         .await

@@ -200,7 +200,7 @@ pub async fn queue_name_check_applies_under_running_clients_and_keeps_bad_rows<H
         .conn()
         .await
         .query(&ctx.stmt(
-            "SELECT queue FROM {schema}.pgmill_job \
+            "SELECT queue FROM {schema}.pgmill_job_all \
              WHERE queue <> 'default' AND NOT metadata ? 'invalid_queue' ORDER BY id",
         ))
         .await
