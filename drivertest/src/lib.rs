@@ -293,6 +293,9 @@ macro_rules! __conformance_cases {
                 missed_ticks_are_caught_up_once_or_skipped, run_on_start_and_pause_resume,
                 statistics_count_failures_and_reset_the_streak,
                 concurrent_completions_update_statistics_exactly,
+                a_zoned_schedule_ticks_once_at_its_zone_s_instant,
+                leaders_of_version_8_leave_zoned_schedules_alone,
+                missed_ticks_are_caught_up_each_up_to_the_bound,
             }
             failover {
                 crash_restart_while_jobs_run_loses_nothing,
