@@ -227,6 +227,7 @@ macro_rules! __conformance_cases {
             client_metrics {
                 every_metric_is_emitted_with_its_labels,
                 queue_gauges_follow_depth_and_reset_when_leadership_ends,
+                served_and_listener_gauges_follow_the_cluster,
             }
             client_notify {
                 insert_notification_wakes_an_idle_producer,

@@ -1,18 +1,20 @@
-//! The queue sampler: the leader's view of queue depth as gauges, from one query per pass.
+//! The queue sampler: the leader's view of queue depth, and of whether a live client works each
+//! queue, as gauges, from one query per pass.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
-use crate::admin::{LIVE_STATES, QueueRow};
+use crate::admin::{LIVE_STATES, QueueOverview};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
-use crate::engine_metrics::{MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE};
+use crate::engine_metrics::{MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE, QUEUE_SERVED};
 use crate::error::{Error, Result};
-use crate::query::queue_list;
+use crate::query::queue_overview;
 use crate::schema::Schema;
 
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -27,21 +29,25 @@ pub(crate) struct QueueSamplerRunOnceResult {
 }
 
 /// Sets `pgmill_queue_jobs` (per queue and live state: available, scheduled, pending, running,
-/// retryable) and `pgmill_queue_oldest_available_seconds`
-/// (per queue) from `queue_list`, every `interval`, while this client leads. When the term ends
-/// it sets every gauge it set back to 0, so only the leader reports non-zero values.
+/// retryable), `pgmill_queue_oldest_available_seconds` and `pgmill_queue_served` (per queue) from
+/// `queue_overview` (every registered queue and every queue holding live jobs), every `interval`,
+/// while this client leads. When the term ends it sets every gauge it set back to 0, so only the
+/// leader reports non-zero values.
 #[derive(Debug, Clone)]
 pub(crate) struct QueueSampler<D: Driver> {
     driver: D,
     schema: Schema,
     interval: Duration,
+    /// A client whose heartbeat is older than this is not live: it serves no queue.
+    client_timeout: TimeDelta,
     metrics: MetricsSink,
     /// Queues sampled this term, whose gauges are zeroed at its end.
     sampled: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl<D: Driver> QueueSampler<D> {
-    /// A sampler of `schema`'s queues into `metrics`, every `interval`.
+    /// A sampler of `schema`'s queues into `metrics`, every `interval`; clients whose heartbeat
+    /// is within `client_timeout` are live.
     ///
     /// # Errors
     ///
@@ -50,6 +56,7 @@ impl<D: Driver> QueueSampler<D> {
         driver: D,
         schema: Schema,
         interval: Duration,
+        client_timeout: Duration,
         metrics: MetricsSink,
     ) -> Result<Self> {
         if interval.is_zero() {
@@ -61,6 +68,7 @@ impl<D: Driver> QueueSampler<D> {
             driver,
             schema,
             interval,
+            client_timeout: TimeDelta::from_std(client_timeout).unwrap_or(TimeDelta::MAX),
             metrics,
             sampled: Arc::default(),
         })
@@ -72,13 +80,14 @@ impl<D: Driver> QueueSampler<D> {
     ///
     /// The database error, or [`Error::Timeout`].
     pub(crate) async fn run_once(&self) -> Result<QueueSamplerRunOnceResult> {
-        let queues: Vec<QueueRow> = tokio::time::timeout(QUERY_TIMEOUT, async {
+        let mut queues: Vec<QueueOverview> = tokio::time::timeout(QUERY_TIMEOUT, async {
             let mut conn = ConnectionLease::acquire(&self.driver).await?;
-            conn.query_as(&queue_list(&self.schema, None, MAX_QUEUES))
+            conn.query_as(&queue_overview(&self.schema, self.client_timeout))
                 .await
         })
         .await
         .map_err(|_| Error::Timeout("queue sampler pass"))??;
+        queues.truncate(MAX_QUEUES);
         let mut sampled = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
         for q in &queues {
             for state in LIVE_STATES {
@@ -91,6 +100,9 @@ impl<D: Driver> QueueSampler<D> {
             self.metrics
                 .gauge(QUEUE_OLDEST_AVAILABLE, &[("queue", &q.name)])
                 .set(age.as_secs_f64());
+            self.metrics
+                .gauge(QUEUE_SERVED, &[("queue", &q.name)])
+                .set(if q.served { 1.0 } else { 0.0 });
             sampled.insert(q.name.clone());
         }
         Ok(QueueSamplerRunOnceResult {
@@ -109,6 +121,9 @@ impl<D: Driver> QueueSampler<D> {
             }
             self.metrics
                 .gauge(QUEUE_OLDEST_AVAILABLE, &[("queue", &queue)])
+                .set(0.0);
+            self.metrics
+                .gauge(QUEUE_SERVED, &[("queue", &queue)])
                 .set(0.0);
         }
     }
