@@ -313,6 +313,10 @@ type MakeJob = Arc<dyn Fn() -> Result<InsertParams> + Send + Sync>;
 
 /// A named, durable schedule that enqueues a job at every tick.
 ///
+/// Each job's metadata names its schedule (`periodic`) and the tick it was enqueued for
+/// (`periodic_tick`, an RFC 3339 UTC timestamp; for one job standing for several missed ticks,
+/// as [`MissedTicks::CatchUpOnce`] enqueues, the first of them).
+///
 /// # Examples
 ///
 /// ```
