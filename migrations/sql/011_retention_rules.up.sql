@@ -1,4 +1,4 @@
--- pgmill schema version 10: retention rules kept in the database.
+-- pgmill schema version 11: retention rules kept in the database.
 --
 -- How long finished jobs are kept was each client's configuration only; a rule stored here wins
 -- over it, so an operator changes retention without a deploy, and every client leading in turn
@@ -6,8 +6,8 @@
 -- per queue or for every queue ('*'); a queue's own rule wins over the one for every queue. A NULL
 -- keep_seconds keeps jobs forever.
 --
--- Safe while version 9 clients run: a new table they never read. A version 9 leader applies its
--- own configuration, as before, until a version 10 client leads.
+-- Safe while version 10 clients run: a new table they never read. A version 10 leader applies its
+-- own configuration, as before, until a version 11 client leads.
 
 CREATE TABLE {schema}.pgmill_retention (
     queue text NOT NULL,

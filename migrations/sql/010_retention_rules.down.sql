@@ -1,3 +1,0 @@
--- Reverts version 10: the retention rules go (clients apply their own configuration).
-
-DROP TABLE {schema}.pgmill_retention;
