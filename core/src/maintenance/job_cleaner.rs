@@ -21,11 +21,11 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::admin::RetentionRule;
 use crate::connection_lease::ConnectionLease;
+use crate::driver::Statement;
 use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
-use crate::admin::RetentionRule;
-use crate::driver::Statement;
 use crate::job::JobState;
 use crate::query::{
     ExpiredRow, SlotRow, job_dead_delete_expired, job_dead_delete_expired_by_queue,
@@ -145,8 +145,7 @@ impl RetentionPlan {
                 .collect();
             let longest = own
                 .iter()
-                .try_fold(default, |longest, keep| Some(longest?.max((*keep)?)))
-                .flatten();
+                .fold(default, |longest, keep| Some(longest?.max((*keep)?)));
             (default, longest, !own.is_empty())
         };
         RetentionPlan {
@@ -288,7 +287,7 @@ impl<D: Driver> JobCleaner<D> {
                 );
                 let row = self.expired_batch(stmt, "history cleaner batch").await?;
                 result.num_done_deleted += row.num_deleted;
-                if row.num_full == 0 {
+                if row.num_full == 0 || row.num_deleted == 0 {
                     break;
                 }
             }
@@ -300,9 +299,11 @@ impl<D: Driver> JobCleaner<D> {
                     self.configured(JobState::Discarded),
                     probe,
                 );
-                let row = self.expired_batch(stmt, "dead-letter cleaner batch").await?;
+                let row = self
+                    .expired_batch(stmt, "dead-letter cleaner batch")
+                    .await?;
                 result.num_dead_deleted += row.num_deleted;
-                if row.num_full == 0 {
+                if row.num_full == 0 || row.num_deleted == 0 {
                     break;
                 }
             }
@@ -433,13 +434,18 @@ mod tests {
         assert!(plan.has_queue_rules(JobState::Completed));
         assert_eq!(plan.longest(JobState::Cancelled), None);
         assert!(!plan.has_queue_rules(JobState::Discarded));
-        assert_eq!(plan.done_slot_seconds(), (30 * 24 * 3600_i32).div_ceil(13));
+        assert_eq!(
+            plan.done_slot_seconds(),
+            (30 * 24 * 3600_u32).div_ceil(13) as i32
+        );
     }
 
     #[test]
     fn a_default_kept_forever_leaves_every_queue_to_its_rule() {
-        let mut config = JobCleanerConfig::default();
-        config.completed_retention = None;
+        let config = JobCleanerConfig {
+            completed_retention: None,
+            ..JobCleanerConfig::default()
+        };
         let rules = [rule("hot", JobState::Completed, Some(HOUR))];
         let plan = RetentionPlan::new(&config, &rules);
         assert_eq!(plan.default(JobState::Completed), None);

@@ -29,10 +29,10 @@ pub(crate) use client::{
     client_register,
 };
 pub(crate) use job::{
-    ClientIdRow, IdRow, QueueCountRow, RescuedRow, TableGrowthRow, job_analyze, job_cancel,
-    ExpiredRow, job_delete, job_delete_finalized, job_done_delete_expired, job_get_by_id, job_get_cancel_requested,
-    job_get_running_clients, job_list, job_list_page, job_release_pending, job_rescue, job_retry,
-    job_schedule, job_table_growth,
+    ClientIdRow, ExpiredRow, IdRow, QueueCountRow, RescuedRow, TableGrowthRow, job_analyze,
+    job_cancel, job_delete, job_delete_finalized, job_done_delete_expired, job_get_by_id,
+    job_get_cancel_requested, job_get_running_clients, job_list, job_list_page,
+    job_release_pending, job_rescue, job_retry, job_schedule, job_table_growth,
 };
 pub(crate) use job_bulk::{JobBulkRow, job_bulk, job_count};
 pub(crate) use job_claim::{
@@ -45,8 +45,8 @@ pub(crate) use job_complete::{
 };
 pub(crate) use job_dead::{
     DeadDepthRow, PurgeRow, RedriveRow, job_dead_count_by_queue, job_dead_delete_expired,
-    job_dead_delete_expired_by_queue,
-    job_dead_list, job_dead_list_page, job_dead_purge, job_dead_redrive,
+    job_dead_delete_expired_by_queue, job_dead_list, job_dead_list_page, job_dead_purge,
+    job_dead_redrive,
 };
 pub(crate) use job_insert::{
     CopyShape, InProgressRow, InsertedRow, WithXact, job_copy_available, job_insert_many,
