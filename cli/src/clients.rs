@@ -28,6 +28,7 @@ fn row_json(c: &ClientRow) -> serde_json::Value {
         "live": c.live,
         "leader": c.leader,
         "queues": c.queues,
+        "kinds": c.kinds,
     })
 }
 
@@ -53,6 +54,7 @@ fn list_output(rows: &[ClientRow], json: bool) -> Output {
         "HEARTBEAT",
         "STATUS",
         "QUEUES",
+        "KINDS",
     ])
     .right_align([2, 4]);
     for c in rows {
@@ -70,6 +72,7 @@ fn list_output(rows: &[ClientRow], json: bool) -> Output {
             age(c.heartbeat_age),
             status.to_owned(),
             c.queues.join(", "),
+            c.kinds.join(", "),
         ]);
     }
     if rows.is_empty() {

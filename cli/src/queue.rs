@@ -3,7 +3,7 @@
 
 use clap::Subcommand;
 use pgmill::JobState;
-use pgmill::admin::{QueueRow, UnservedQueue};
+use pgmill::admin::{QueueRow, UnknownKindJobs, UnservedQueue};
 use serde_json::json;
 
 use crate::cli_error::CliError;
@@ -18,6 +18,10 @@ pub(crate) enum QueueCommand {
     /// Lists the queues holding live jobs that no live client works (a typo, a queue whose
     /// workers are gone, rows inserted by hand), with their jobs counted by state.
     Unserved,
+    /// Lists jobs waiting in queues that live clients work whose kind none of those clients has
+    /// a worker for (never claimed: they wait for a client that knows the kind), by queue and
+    /// kind, among the first thousand due jobs of each queue.
+    UnknownKinds,
     /// Pauses a queue in every process (`*`: every queue); running jobs finish.
     Pause {
         /// The queue, or `*`.
@@ -56,6 +60,10 @@ pub(crate) async fn run(command: QueueCommand, ctx: &CommandContext) -> Result<O
             let unserved = client.queue_list_unserved().await?;
             Ok(list_output(&queues, &unserved, ctx.json))
         }
+        QueueCommand::UnknownKinds => Ok(unknown_kinds_output(
+            &client.queue_unknown_kinds().await?,
+            ctx.json,
+        )),
         QueueCommand::Unserved => Ok(unserved_output(
             &client.queue_list_unserved().await?,
             ctx.json,
@@ -97,6 +105,34 @@ pub(crate) fn queue_json(q: &QueueRow) -> serde_json::Value {
         "metadata": q.metadata,
         "counts": counts,
     })
+}
+
+fn unknown_kinds_output(rows: &[UnknownKindJobs], json: bool) -> Output {
+    if json {
+        return Output::Json(json!(
+            rows.iter()
+                .map(|u| json!({
+                    "queue": u.queue,
+                    "kind": u.kind,
+                    "num_jobs": u.num_jobs,
+                    "due_since": u.due_since.to_rfc3339(),
+                }))
+                .collect::<Vec<_>>()
+        ));
+    }
+    let mut table = Table::new(["QUEUE", "KIND", "JOBS", "DUE_SINCE"]).right_align([2]);
+    for u in rows {
+        table.row([
+            u.queue.clone(),
+            u.kind.clone(),
+            u.num_jobs.to_string(),
+            crate::output::time(u.due_since),
+        ]);
+    }
+    if rows.is_empty() {
+        table.footer("every due job has a live client that knows its kind");
+    }
+    Output::Table(table)
 }
 
 /// The JSON of one unserved queue.

@@ -44,6 +44,8 @@ pub(crate) const QUEUE_JOBS: &str = "pgmill_queue_jobs";
 pub(crate) const QUEUE_OLDEST_AVAILABLE: &str = "pgmill_queue_oldest_available_seconds";
 /// 1 when a live client works the queue, sampled by the leader.
 pub(crate) const QUEUE_SERVED: &str = "pgmill_queue_served";
+/// Due jobs per queue and kind that no live client working the queue can run.
+pub(crate) const QUEUE_UNKNOWN_KIND: &str = "pgmill_queue_unknown_kind_jobs";
 /// This process's clients whose notification listener is down.
 pub(crate) const LISTENER_DOWN: &str = "pgmill_listener_down";
 /// Jobs this client is running, per queue.
@@ -226,6 +228,13 @@ pub const METRICS: &[MetricInfo] = &[
         Unit::Count,
         &["queue"],
         "1 when a live client works the queue, 0 when none does (its jobs wait), for every registered queue and every queue holding live jobs, sampled by the leader",
+    ),
+    info(
+        QUEUE_UNKNOWN_KIND,
+        MetricKind::Gauge,
+        Unit::Count,
+        &["queue", "kind"],
+        "due jobs of a kind that no live client working the queue has a worker for (never claimed: they wait for a client that knows the kind), among the first thousand due jobs of each queue, sampled by the leader",
     ),
     info(
         CLIENT_RUNNING,

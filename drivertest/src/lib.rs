@@ -176,7 +176,7 @@ macro_rules! __conformance_cases {
                 timeout_drops_the_work_and_is_recorded, panic_is_caught_and_recorded,
                 blocking_worker_past_its_timeout_is_warned_once_and_recorded,
                 undecodable_args_are_discarded_at_once_keeping_the_args,
-                unknown_kind_is_recorded_and_retried_later,
+                unknown_kind_is_never_claimed_and_is_reported,
                 jobs_run_by_priority_then_schedule_then_id, events_report_outcomes_with_timings,
                 job_inserted_behind_the_claim_position_is_not_left_for_last,
                 completion_inside_the_worker_transaction, a_claimed_row_is_the_row_as_stored,
@@ -391,6 +391,10 @@ macro_rules! __conformance_cases {
                 notifications_arrive_in_order,
                 reconnects_after_backend_terminated_and_reports_it,
                 reconnect_is_reported_even_when_next_event_is_cancelled_midway,
+            }
+            shared_schema {
+                two_applications_share_a_queue_each_running_its_own_kinds,
+                a_leader_rescues_the_other_application_s_jobs,
             }
             retention {
                 retention_rules_are_set_listed_and_cleared,

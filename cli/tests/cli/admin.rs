@@ -413,3 +413,32 @@ fn retention_commands_set_list_and_clear_rules() {
     );
     drop_schema(&schema);
 }
+
+#[test]
+fn clients_show_their_kinds_and_unknown_kinds_are_listed() {
+    let schema = fresh_schema_name();
+    ok(&schema, &["migrate", "up"]);
+    // A live client working `mail` with a worker for `send` only.
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_client (id, hostname, pid, metadata) \
+         VALUES ('c1', 'h', 7, '{{\"queues\": [\"mail\"], \"kinds\": [\"send\"]}}')"
+    ));
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_job (queue, kind) \
+         VALUES ('mail', 'send'), ('mail', 'bounce'), ('mail', 'bounce')"
+    ));
+    let clients = json(&schema, &["clients"]);
+    assert_eq!(clients[0]["kinds"], json!(["send"]));
+    assert!(ok(&schema, &["clients"]).contains("KINDS"));
+    let unknown = json(&schema, &["queue", "unknown-kinds"]);
+    assert_eq!(unknown.as_array().unwrap().len(), 1, "{unknown}");
+    assert_eq!(unknown[0]["queue"], "mail");
+    assert_eq!(unknown[0]["kind"], "bounce");
+    assert_eq!(unknown[0]["num_jobs"], 2);
+    let table = ok(&schema, &["queue", "unknown-kinds"]);
+    assert!(
+        table.contains("bounce") && !table.contains("send"),
+        "{table}"
+    );
+    drop_schema(&schema);
+}

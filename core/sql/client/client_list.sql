@@ -1,6 +1,7 @@
 -- Every registered client, by id: how long ago it last beat and whether that is within the
 -- liveness timeout (both by the database clock), whether it holds the current leader lease, and
--- the queues it works (empty for clients that do not say, such as those of pgmill 0.1.0).
+-- the queues it works and the job kinds it has workers for (empty for clients that do not say,
+-- such as those of older versions).
 -- $1: heartbeats at most this many microseconds old count as live
 SELECT c.id AS id, c.hostname AS hostname, c.pid AS pid, c.started_at AS started_at,
     c.heartbeat_at AS heartbeat_at,
@@ -11,7 +12,12 @@ SELECT c.id AS id, c.hostname AS hostname, c.pid AS pid, c.started_at AS started
         SELECT jsonb_array_elements_text(
             CASE WHEN jsonb_typeof(c.metadata->'queues') = 'array'
                 THEN c.metadata->'queues' ELSE '[]'::jsonb END)
-    ) AS queues
+    ) AS queues,
+    ARRAY(
+        SELECT jsonb_array_elements_text(
+            CASE WHEN jsonb_typeof(c.metadata->'kinds') = 'array'
+                THEN c.metadata->'kinds' ELSE '[]'::jsonb END)
+    ) AS kinds
 FROM {schema}.pgmill_client AS c
 LEFT JOIN {schema}.pgmill_leader AS l ON l.name = 'default'
 ORDER BY c.id

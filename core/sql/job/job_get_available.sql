@@ -21,10 +21,13 @@
 -- generic plan, it is made from the table's statistics when it is made: one made while the
 -- table holds a handful of rows finds the claimed ids by a sequential scan, until the
 -- table's next ANALYZE (autovacuum's, once the table has grown) replans it.
+-- Only jobs of the kinds the client has workers for are claimed: several applications can share a
+-- queue, each claiming its own kinds, and none attempts a job it cannot run.
 -- $1: queue
 -- $2: how many jobs at most
 -- $3: id of the client claiming them
 -- $4: the claim's fencing token, never used for another claim
+-- $5: the job kinds the client has workers for
 UPDATE {schema}.pgmill_job AS j
 SET state = 'running',
     attempt = j.attempt + 1,
@@ -38,6 +41,7 @@ WHERE j.id = ANY(ARRAY(
     SELECT id
     FROM {schema}.pgmill_job
     WHERE state = 'available' AND queue = (SELECT $1::text) AND scheduled_at <= now()
+        AND kind = ANY((SELECT $5::text[])::text[])
     ORDER BY priority, scheduled_at, id
     LIMIT (SELECT $2::bigint)
     FOR UPDATE SKIP LOCKED

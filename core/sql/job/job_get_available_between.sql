@@ -16,6 +16,7 @@
 -- $8: priority of the upper position (the last job wanted may be there)
 -- $9: scheduled_at of the upper position
 -- $10: id of the upper position
+-- $11: the job kinds the client has workers for (only those are claimed)
 UPDATE {schema}.pgmill_job AS j
 SET state = 'running',
     attempt = j.attempt + 1,
@@ -31,6 +32,7 @@ WHERE j.id = ANY(ARRAY(
     WHERE state = 'available' AND queue = (SELECT $1::text) AND scheduled_at <= now()
         AND (priority, scheduled_at, id) > ((SELECT $5::smallint), (SELECT $6::timestamptz), (SELECT $7::bigint))
         AND (priority, scheduled_at, id) <= ((SELECT $8::smallint), (SELECT $9::timestamptz), (SELECT $10::bigint))
+        AND kind = ANY((SELECT $11::text[])::text[])
     ORDER BY priority, scheduled_at, id
     LIMIT (SELECT $2::bigint)
     FOR UPDATE SKIP LOCKED

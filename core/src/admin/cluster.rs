@@ -28,6 +28,9 @@ pub struct ClientRow {
     pub leader: bool,
     /// The queues it works (empty for a client that only inserts, or one too old to say).
     pub queues: Vec<String>,
+    /// The job kinds it has workers for: it claims only jobs of these kinds (empty for a client
+    /// that only inserts, or one too old to say).
+    pub kinds: Vec<String>,
 }
 
 /// One leadership term: who leads, since when (which names the term), and until when.

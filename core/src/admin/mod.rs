@@ -26,7 +26,7 @@ pub use job_list::{JobListPage, JobListParams};
 pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
 pub use migration::MigrationRow;
 pub use periodic::PeriodicRow;
-pub use queue::{QueueActivity, QueueOverview, QueueRow, UnservedQueue};
+pub use queue::{QueueActivity, QueueOverview, QueueRow, UnknownKindJobs, UnservedQueue};
 pub use retention::{EVERY_QUEUE, RetentionRule};
 pub use storage::{HolderKind, VacuumHolder, VacuumHorizon};
 

@@ -90,6 +90,26 @@ pub struct UnservedQueue {
     pub oldest_available_age: Option<Duration>,
 }
 
+/// Jobs of one kind waiting in a queue that live clients work, none of which has a worker for
+/// the kind ([`Client::queue_unknown_kinds`](crate::Client::queue_unknown_kinds)). A client
+/// claims only the kinds it has workers for, so these jobs are never attempted: they wait, in
+/// their place, until a client that knows the kind starts. Typical causes: a worker removed
+/// while jobs of its kind were queued, a kind name changed, a job inserted by another
+/// application whose workers are not running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UnknownKindJobs {
+    /// The queue.
+    pub queue: String,
+    /// The kind no live client working the queue knows.
+    pub kind: String,
+    /// How many such jobs are among the first jobs due in the queue (at most the number read
+    /// per queue, a thousand: a lower bound when the queue is deeper).
+    pub num_jobs: i64,
+    /// When the longest-waiting of them came due (database clock).
+    pub due_since: DateTime<Utc>,
+}
+
 impl From<QueueOverview> for UnservedQueue {
     fn from(q: QueueOverview) -> Self {
         UnservedQueue {

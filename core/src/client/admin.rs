@@ -7,7 +7,7 @@ use serde_json::json;
 use super::Client;
 use crate::admin::{
     ClientRow, JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueOverview, QueueRow,
-    UnservedQueue,
+    UnknownKindJobs, UnservedQueue,
 };
 use crate::cluster::notifier::ControlMessage;
 use crate::connection_lease::ConnectionLease;
@@ -19,7 +19,11 @@ use crate::query::{
     QueueName, client_list, job_cancel, job_delete, job_get_by_id, job_list, job_list_page,
     job_release_pending, job_retry, leader_get, periodic_list, periodic_set_paused,
     queue_control_notify, queue_list, queue_overview, queue_pause, queue_resume,
+    queue_unknown_kinds,
 };
+
+/// Most due jobs per queue [`Client::queue_unknown_kinds`] reads.
+pub(crate) const UNKNOWN_KIND_PROBE: usize = 1_000;
 
 impl<D: Driver> Client<D> {
     /// The current leadership term, if any (possibly expired).
@@ -219,6 +223,26 @@ impl<D: Driver> Client<D> {
             .filter(QueueOverview::is_unserved)
             .map(UnservedQueue::from)
             .collect())
+    }
+
+    /// Jobs waiting in queues that live clients work whose kind none of those clients has a
+    /// worker for, by queue and kind, among the first thousand due jobs of each queue. Each
+    /// client claims only the kinds it has workers for (several applications can share a schema
+    /// and a queue name), so such a job is never attempted: it waits here, reported, until a
+    /// client that knows its kind starts. The leader also logs them and sets
+    /// `pgmill_queue_unknown_kind_jobs`.
+    ///
+    /// # Errors
+    ///
+    /// The database error.
+    pub async fn queue_unknown_kinds(&self) -> Result<Vec<UnknownKindJobs>> {
+        let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
+        conn.query_as(&queue_unknown_kinds(
+            self.schema(),
+            self.live_within(),
+            UNKNOWN_KIND_PROBE,
+        ))
+        .await
     }
 
     /// Pauses a queue in every process (`*`: every queue): it fetches nothing more while its

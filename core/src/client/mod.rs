@@ -12,6 +12,7 @@ mod health;
 mod retention;
 mod shutdown;
 
+pub(crate) use admin::UNKNOWN_KIND_PROBE;
 pub use config::{ClientBuilder, Config, QueueConfig};
 
 use std::collections::{BTreeSet, HashMap};
@@ -448,9 +449,11 @@ impl<D: Driver> Client<D> {
             );
         }
         let queues = cfg.queues.keys().cloned().collect();
+        let kinds = inner.workers.kinds().map(str::to_owned).collect();
         let heartbeat = Heartbeat::new(
             &inner.parts,
             queues,
+            kinds,
             cfg.heartbeat_interval,
             last_beat,
             registered,

@@ -78,6 +78,8 @@ pub(crate) struct Heartbeat<D: Driver> {
     client_id: String,
     /// The queues the client works, advertised in its row.
     queues: Vec<String>,
+    /// The job kinds it has workers for, advertised in its row: the only kinds it claims.
+    kinds: Vec<String>,
     interval: Duration,
     in_flight: Arc<InFlight>,
     last_beat: Arc<LastBeat>,
@@ -87,12 +89,14 @@ pub(crate) struct Heartbeat<D: Driver> {
 }
 
 impl<D: Driver> Heartbeat<D> {
-    /// A heartbeat for the client, which works `queues`, every `interval`, covering the jobs it
+    /// A heartbeat for the client, which works the `kinds` of `queues`, every `interval`, covering
+    /// the jobs it
     /// holds, recording each success in `last_beat`, and setting `registered` once the client's
     /// row exists.
     pub(crate) fn new(
         parts: &SharedParts<D>,
         queues: Vec<String>,
+        kinds: Vec<String>,
         interval: Duration,
         last_beat: Arc<LastBeat>,
         registered: Arc<watch::Sender<bool>>,
@@ -102,6 +106,7 @@ impl<D: Driver> Heartbeat<D> {
             schema: parts.schema.clone(),
             client_id: parts.client_id.clone(),
             queues,
+            kinds,
             interval,
             in_flight: Arc::clone(&parts.in_flight),
             last_beat,
@@ -195,6 +200,7 @@ impl<D: Driver> Heartbeat<D> {
             &host,
             pid,
             &self.queues,
+            &self.kinds,
         ))
         .await?;
         // Also on the first registration, though producers wait for it before claiming: a

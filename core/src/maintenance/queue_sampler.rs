@@ -9,15 +9,18 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
-use crate::admin::{LIVE_STATES, QueueOverview, VacuumHolder, VacuumHorizon};
+use crate::admin::{LIVE_STATES, QueueOverview, UnknownKindJobs, VacuumHolder, VacuumHorizon};
+use crate::client::UNKNOWN_KIND_PROBE;
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{
-    DEAD_JOBS, MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE, QUEUE_SERVED,
+    DEAD_JOBS, MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE, QUEUE_SERVED, QUEUE_UNKNOWN_KIND,
     VACUUM_HORIZON_SECONDS, VACUUM_HORIZON_XMIN_AGE,
 };
 use crate::error::{Error, Result};
-use crate::query::{DeadDepthRow, job_dead_count_by_queue, queue_overview, storage_horizon};
+use crate::query::{
+    DeadDepthRow, job_dead_count_by_queue, queue_overview, queue_unknown_kinds, storage_horizon,
+};
 use crate::schema::Schema;
 
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -51,6 +54,8 @@ pub(crate) struct QueueSampler<D: Driver> {
     sampled: Arc<Mutex<BTreeSet<String>>>,
     /// Queues whose dead-letter depth was set this term.
     dead_sampled: Arc<Mutex<BTreeSet<String>>>,
+    /// (queue, kind) pairs whose unknown-kind count was set this term.
+    unknown_sampled: Arc<Mutex<BTreeSet<(String, String)>>>,
 }
 
 impl<D: Driver> QueueSampler<D> {
@@ -80,6 +85,7 @@ impl<D: Driver> QueueSampler<D> {
             metrics,
             sampled: Arc::default(),
             dead_sampled: Arc::default(),
+            unknown_sampled: Arc::default(),
         })
     }
 
@@ -89,7 +95,7 @@ impl<D: Driver> QueueSampler<D> {
     ///
     /// The database error, or [`Error::Timeout`].
     pub(crate) async fn run_once(&self) -> Result<QueueSamplerRunOnceResult> {
-        let (queues, dead, holders) = tokio::time::timeout(QUERY_TIMEOUT, async {
+        let (queues, dead, holders, unknown) = tokio::time::timeout(QUERY_TIMEOUT, async {
             let mut conn = ConnectionLease::acquire(&self.driver).await?;
             let mut queues: Vec<QueueOverview> = conn
                 .query_as(&queue_overview(&self.schema, self.client_timeout))
@@ -100,7 +106,14 @@ impl<D: Driver> QueueSampler<D> {
                 .await?;
             let holders: Vec<VacuumHolder> =
                 conn.query_as(&storage_horizon(&self.schema, 10)).await?;
-            Ok::<_, Error>((queues, dead, holders))
+            let unknown: Vec<UnknownKindJobs> = conn
+                .query_as(&queue_unknown_kinds(
+                    &self.schema,
+                    self.client_timeout,
+                    UNKNOWN_KIND_PROBE,
+                ))
+                .await?;
+            Ok::<_, Error>((queues, dead, holders, unknown))
         })
         .await
         .map_err(|_| Error::Timeout("queue sampler pass"))??;
@@ -111,6 +124,7 @@ impl<D: Driver> QueueSampler<D> {
         self.metrics
             .gauge(VACUUM_HORIZON_XMIN_AGE, &[])
             .set(horizon.oldest().map_or(0.0, |h| h.xmin_age as f64));
+        self.set_unknown_kinds(&unknown);
         let mut sampled = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
         let mut dead_sampled = self.dead_sampled.lock().unwrap_or_else(|p| p.into_inner());
         // A queue whose dead-letter jobs are gone reads 0, not its last count.
@@ -146,8 +160,45 @@ impl<D: Driver> QueueSampler<D> {
         })
     }
 
+    /// Sets the unknown-kind gauges from `unknown` (a pair no longer reported reads 0) and warns
+    /// of each pair newly seen: jobs that wait for a worker no live client has.
+    fn set_unknown_kinds(&self, unknown: &[UnknownKindJobs]) {
+        let mut sampled = self
+            .unknown_sampled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let now: BTreeSet<(String, String)> = unknown
+            .iter()
+            .map(|u| (u.queue.clone(), u.kind.clone()))
+            .collect();
+        for (queue, kind) in sampled.difference(&now) {
+            self.metrics
+                .gauge(QUEUE_UNKNOWN_KIND, &[("queue", queue), ("kind", kind)])
+                .set(0.0);
+        }
+        for u in unknown {
+            if !sampled.contains(&(u.queue.clone(), u.kind.clone())) {
+                warn!(
+                    queue = %u.queue,
+                    kind = %u.kind,
+                    num_jobs = u.num_jobs,
+                    due_since = %u.due_since,
+                    "jobs wait that no live client working their queue has a worker for"
+                );
+            }
+            self.metrics
+                .gauge(
+                    QUEUE_UNKNOWN_KIND,
+                    &[("queue", &u.queue), ("kind", &u.kind)],
+                )
+                .set(u.num_jobs as f64);
+        }
+        *sampled = now;
+    }
+
     /// Sets every gauge this sampler set back to 0: this client no longer reports queue depth.
     fn zero(&self) {
+        self.set_unknown_kinds(&[]);
         let mut dead_sampled = self.dead_sampled.lock().unwrap_or_else(|p| p.into_inner());
         for queue in std::mem::take(&mut *dead_sampled) {
             self.metrics.gauge(DEAD_JOBS, &[("queue", &queue)]).set(0.0);

@@ -93,6 +93,7 @@ queries! {
     QueueControlNotify => "queue/queue_control_notify.sql",
     QueueList => "queue/queue_list.sql",
     QueueOverview => "queue/queue_overview.sql",
+    QueueUnknownKinds => "queue/queue_unknown_kinds.sql",
     QueuePause => "queue/queue_pause.sql",
     QueueResume => "queue/queue_resume.sql",
     QueueUpsert => "queue/queue_upsert.sql",

@@ -15,20 +15,22 @@ pub(crate) fn client_heartbeat(schema: &Schema, id: &str) -> Statement {
     schema.statement(Query::ClientHeartbeat).bind(id)
 }
 
-/// Registers a client with the queues it works, which its row advertises to operators.
+/// Registers a client with the queues it works and the job kinds it has workers for, which its
+/// row advertises to operators (and the leader reads to report jobs no live client can run).
 pub(crate) fn client_register(
     schema: &Schema,
     id: &str,
     hostname: &str,
     pid: i32,
     queues: &[String],
+    kinds: &[String],
 ) -> Statement {
     schema
         .statement(Query::ClientRegister)
         .bind(id)
         .bind(hostname)
         .bind(pid)
-        .bind(serde_json::json!({ "queues": queues }))
+        .bind(serde_json::json!({ "queues": queues, "kinds": kinds }))
 }
 
 /// How long until the next live client's heartbeat is older than `timeout`, in microseconds
@@ -77,6 +79,7 @@ impl FromRow for ClientRow {
             live: row.take("live")?,
             leader: row.take("leader")?,
             queues: row.take("queues")?,
+            kinds: row.take("kinds")?,
         })
     }
 }

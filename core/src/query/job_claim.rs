@@ -32,7 +32,7 @@ pub(crate) struct HeldClaim {
 pub(crate) type FetchPosition = (i16, DateTime<Utc>, JobId);
 
 /// The claim of up to `limit` due jobs of `queue` in fetch order for `client_id` under the fencing
-/// token `claim_token`; only those after `after` when given (`job_get_available_after.sql`), and
+/// token `claim_token`, of the `kinds` it has workers for only; only those after `after` when given (`job_get_available_after.sql`), and
 /// then only up to `until` when given (`job_get_available_between.sql`). Run it with
 /// [`Executor::query_held`](crate::driver::Executor::query_held) and read its rows with
 /// [`claimed_position`] and [`claimed_jobs`].
@@ -44,6 +44,7 @@ pub(crate) fn job_get_available(
     claim_token: i64,
     after: Option<FetchPosition>,
     until: Option<FetchPosition>,
+    kinds: &[String],
 ) -> Statement {
     let query = match (after, until) {
         (Some(_), Some(_)) => Query::JobGetAvailableBetween,
@@ -59,11 +60,12 @@ pub(crate) fn job_get_available(
     let bind_position = |stmt: Statement, (priority, scheduled_at, id): FetchPosition| {
         stmt.bind(priority).bind(scheduled_at).bind(id.0)
     };
-    match (after, until) {
+    let stmt = match (after, until) {
         (Some(after), Some(until)) => bind_position(bind_position(stmt, after), until),
         (Some(after), None) => bind_position(stmt, after),
         (None, _) => stmt,
-    }
+    };
+    stmt.bind(kinds.to_vec())
 }
 
 /// The position in fetch order of the last job a claim took: the greatest (priority,

@@ -67,7 +67,7 @@ pub(crate) use periodic::{
 };
 pub(crate) use queue::{
     QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list,
-    queue_overview, queue_pause, queue_resume, queue_upsert,
+    queue_overview, queue_pause, queue_resume, queue_unknown_kinds, queue_upsert,
 };
 pub(crate) use queue_activity::job_count_recent_by_queue;
 pub(crate) use retention::{retention_delete, retention_list, retention_set};

@@ -61,6 +61,30 @@ pub(crate) fn queue_overview(schema: &Schema, live_within: TimeDelta) -> Stateme
         .bind(micros(live_within))
 }
 
+/// The jobs waiting in served queues whose kind no live client working the queue knows, among
+/// the first `probe` due available jobs of each queue, by queue and kind.
+pub(crate) fn queue_unknown_kinds(
+    schema: &Schema,
+    live_within: TimeDelta,
+    probe: usize,
+) -> Statement {
+    schema
+        .statement(Query::QueueUnknownKinds)
+        .bind(micros(live_within))
+        .bind(i64::try_from(probe).unwrap_or(i64::MAX))
+}
+
+impl FromRow for crate::admin::UnknownKindJobs {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(crate::admin::UnknownKindJobs {
+            queue: row.take("queue")?,
+            kind: row.take("kind")?,
+            num_jobs: row.take("num_jobs")?,
+            due_since: row.take("due_since")?,
+        })
+    }
+}
+
 /// The state a producer reads back when it registers or refreshes its queue.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct QueueUpsertRow {

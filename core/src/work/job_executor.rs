@@ -51,6 +51,11 @@ pub(crate) struct JobExecutor {
 }
 
 impl JobExecutor {
+    /// The kinds this executor has workers for: the only kinds its client claims.
+    pub(crate) fn kinds(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.workers.kinds()
+    }
+
     /// An executor for jobs of `schema`, running attempts as `config` says, sending their
     /// outcomes to `completer` and counting attempts that ran past their timeout into `metrics`.
     /// It needs no database (a test runs it without a client, [`crate::testing`]), so it takes

@@ -101,6 +101,8 @@ pub(crate) struct Producer<D: Driver> {
     max_workers: usize,
     config: ProducerConfig,
     executor: Arc<JobExecutor>,
+    /// The kinds the client has workers for: the only ones it claims.
+    kinds: Arc<[String]>,
     handle: Arc<QueueHandle>,
     in_flight: Arc<InFlight>,
     claim_seconds: Histogram,
@@ -130,6 +132,7 @@ impl<D: Driver> Producer<D> {
             queue: queue.to_owned(),
             max_workers,
             config,
+            kinds: executor.kinds().map(str::to_owned).collect(),
             executor,
             handle,
             in_flight: Arc::clone(&parts.in_flight),
@@ -469,6 +472,7 @@ impl<D: Driver> Producer<D> {
             token,
             range.after,
             range.until,
+            &self.kinds,
         );
         let driver = self.driver.clone();
         let claim = async move {

@@ -147,6 +147,26 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
     })
     .await;
 
+    // A job of a kind this client has no worker for: never claimed, reported by the leader.
+    pgmill::Inserter::new(ctx.schema.clone())
+        .insert_many(
+            &mut ctx.conn().await,
+            &[pgmill::InsertParams::new(
+                "stranger",
+                serde_json::json!({}),
+                pgmill::InsertOpts::new(),
+            )
+            .unwrap()],
+        )
+        .await
+        .unwrap();
+    wait_for("the leader sampled the unknown kind", async || {
+        probe.gauge(
+            "pgmill_queue_unknown_kind_jobs",
+            &[("queue", "default"), ("kind", "stranger")],
+        ) == Some(1.0)
+    })
+    .await;
     wait_for("the leader sampled the dead-letter queue", async || {
         probe.gauge("pgmill_dead_jobs", &[("queue", "default")]) == Some(1.0)
     })

@@ -417,9 +417,10 @@ pub async fn undecodable_args_are_discarded_at_once_keeping_the_args<H: Harness>
     assert_eq!(worker.total_runs(), 1, "the worker never saw the bad job");
 }
 
-/// A job of a kind this client has no worker for gets an error recorded and waits to be retried
-/// (by a client that knows the kind).
-pub async fn unknown_kind_is_recorded_and_retried_later<H: Harness>() {
+/// A job of a kind this client has no worker for is never claimed (no attempt spent, no error
+/// recorded): it waits in its place for a client that knows the kind, reported meanwhile, while
+/// the jobs behind it run.
+pub async fn unknown_kind_is_never_claimed_and_is_reported<H: Harness>() {
     let ctx = ctx::<H>().await;
     let client = test_client(&ctx)
         .queue("default", 2)
@@ -433,18 +434,32 @@ pub async fn unknown_kind_is_recorded_and_retried_later<H: Harness>() {
         .await
         .unwrap()
         .remove(0);
+    let known = Inserter::new(ctx.schema.clone())
+        .insert(&mut conn, Task { n: 1 })
+        .await
+        .unwrap();
     client.start().await.unwrap();
-    wait_for("error recorded", async || {
-        client.job_get(job.id).await.unwrap().unwrap().errors.len() == 1
+    // The job behind it runs: claims pass over the job of an unknown kind.
+    wait_for("the known job ran", async || {
+        client.job_get(known.id).await.unwrap().unwrap().state == JobState::Completed
+    })
+    .await;
+    wait_for("the unknown kind is reported", async || {
+        let unknown = client.queue_unknown_kinds().await.unwrap();
+        unknown.len() == 1
+            && (
+                unknown[0].queue.as_str(),
+                unknown[0].kind.as_str(),
+                unknown[0].num_jobs,
+            ) == ("default", "stranger", 1)
     })
     .await;
     client.stop().await;
     let job = client.job_get(job.id).await.unwrap().unwrap();
-    assert!(!job.state.is_final(), "{:?}", job.state);
-    assert!(
-        job.errors[0].error.contains("no worker"),
-        "{:?}",
-        job.errors
+    assert_eq!(
+        (job.state, job.attempt, job.errors.len()),
+        (JobState::Available, 0, 0),
+        "never attempted"
     );
 }
 
@@ -746,7 +761,8 @@ pub async fn claims_keep_one_generic_plan<H: Harness>() {
                 .bind("default")
                 .bind(1_i64)
                 .bind("plan-probe")
-                .bind(token),
+                .bind(token)
+                .bind(vec!["task".to_owned()]),
             Some((priority, scheduled_at, id)) => after
                 .clone()
                 .bind("default")
@@ -755,7 +771,8 @@ pub async fn claims_keep_one_generic_plan<H: Harness>() {
                 .bind(token)
                 .bind(priority)
                 .bind(scheduled_at)
-                .bind(id),
+                .bind(id)
+                .bind(vec!["task".to_owned()]),
         };
         let rows = conn.query(&claim).await.unwrap();
         assert_eq!(rows.len(), 1, "claim {token} takes one job");
@@ -774,14 +791,15 @@ pub async fn claims_keep_one_generic_plan<H: Harness>() {
             .bind("default")
             .bind(token % 3)
             .bind("plan-probe")
-            .bind(token);
+            .bind(token)
+            .bind(vec!["task".to_owned()]);
         conn.query(&claim).await.unwrap();
     }
     // Every version: the head's claim prepared in SQL, run six times with other values (five
     // custom plans, then the cache's choice), then explained with values of its own. The client
     // id is one no other statement binds, so it shows in the plan only if bound in.
     conn.execute_script(&format!(
-        "PREPARE head_probe(text, bigint, text, bigint) AS {}",
+        "PREPARE head_probe(text, bigint, text, bigint, text[]) AS {}",
         ctx.schema
             .render(include_str!("../../../core/sql/job/job_get_available.sql"))
     ))
@@ -789,7 +807,7 @@ pub async fn claims_keep_one_generic_plan<H: Harness>() {
     .unwrap();
     for token in 101..=106_i64 {
         conn.execute_script(&format!(
-            "EXECUTE head_probe('default', {}, 'plan-probe-sql-{token}', {token})",
+            "EXECUTE head_probe('default', {}, 'plan-probe-sql-{token}', {token}, ARRAY['task'])",
             token % 3 + 1
         ))
         .await
@@ -797,7 +815,8 @@ pub async fn claims_keep_one_generic_plan<H: Harness>() {
     }
     let explained = conn
         .query(&Statement::new(
-            "EXPLAIN (VERBOSE) EXECUTE head_probe('default', 2, 'plan-probe-explained', 107)",
+            "EXPLAIN (VERBOSE) EXECUTE head_probe('default', 2, 'plan-probe-explained', 107, \
+             ARRAY['task'])",
         ))
         .await;
     conn.execute_script("DEALLOCATE head_probe").await.unwrap();

@@ -416,7 +416,7 @@ async fn plan_of_stale_claim<C: Executor>(conn: &mut C) -> String {
     let rows = conn
         .query(&Statement::new(
             "EXPLAIN EXECUTE stale_claim('default', 100, 'plan-probe', 1, 1::smallint, \
-             '-infinity', 0)",
+             '-infinity', 0, ARRAY['task'])",
         ))
         .await
         .unwrap();
@@ -487,7 +487,8 @@ fn assert_finds_ids_by_primary_key(plan: &str) {
 /// keeps its generic plan: five custom plans, then the generic one.
 async fn prepare_stale_claim<H: Harness, C: Executor>(ctx: &TestContext<H::Driver>, conn: &mut C) {
     conn.execute_script(&format!(
-        "PREPARE stale_claim(text, bigint, text, bigint, smallint, timestamptz, bigint) AS {}",
+        "PREPARE stale_claim(text, bigint, text, bigint, smallint, timestamptz, bigint, text[]) \
+         AS {}",
         ctx.schema.render(include_str!(
             "../../../core/sql/job/job_get_available_after.sql"
         ))
@@ -496,7 +497,8 @@ async fn prepare_stale_claim<H: Harness, C: Executor>(ctx: &TestContext<H::Drive
     .unwrap();
     for _ in 0..8 {
         conn.execute_script(
-            "EXECUTE stale_claim('default', 100, 'plan-probe', 1, 1::smallint, '-infinity', 0)",
+            "EXECUTE stale_claim('default', 100, 'plan-probe', 1, 1::smallint, '-infinity', 0, \
+             ARRAY['task'])",
         )
         .await
         .unwrap();

@@ -32,6 +32,7 @@ pub mod queue_names;
 pub mod rescue;
 pub mod retention;
 pub mod row_decode;
+pub mod shared_schema;
 pub mod storage;
 pub mod transaction;
 pub mod value_round_trip;

@@ -214,7 +214,8 @@ async fn every_page_loads_with_seeded_jobs() {
 
     b.click("nav a[href$=\"/clients\"]").await;
     assert!(b.text("#leader").await.contains(worker.id()));
-    // Every client, with its host, pid, queues and heartbeat: the worker and the dashboard's own
+    // Every client, with its host, pid, queues, kinds and heartbeat: the worker and the
+    // dashboard's own
     // (which works no queue and is never started, so has no row).
     let row = b
         .text(&format!("tr[data-client=\"{}\"]", worker.id()))
@@ -230,6 +231,14 @@ async fn every_page_loads_with_seeded_jobs() {
     ] {
         assert!(row.contains(part), "{part} in {row}");
     }
+    let kinds = b
+        .text(&format!("tr[data-client=\"{}\"] td.kinds", worker.id()))
+        .await;
+    assert!(
+        kinds.contains("thumbnail") && kinds.contains("report"),
+        "{kinds}"
+    );
+    assert!(b.text("#unknown-kinds").await.contains("Every due job"));
     assert_eq!(b.count("#clients tbody tr").await, 1);
     b.screenshot("clients").await;
 
