@@ -34,8 +34,10 @@
 //! own. A claim here takes any subset of the available jobs: where a claim's scan starts and
 //! stops (the producer's position, its detours behind it after a rewind, the claims from the
 //! head) decides only which available jobs a claim can reach, which guards no transition of a
-//! job and is left out; the rewind announcements the outcome, release, rescue and scheduler
-//! statements send change no row.
+//! job and is left out; so is the scheduler's band of due times (`job_schedule.sql`'s `$3`: where
+//! its scan of due rows starts), which decides which due rows a pass looks at, not what it does
+//! to one; the rewind announcements the outcome, release, rescue and scheduler statements send
+//! change no row.
 //!
 //! Properties: no outcome of a superseded claim lands; a row is running exactly while it carries
 //! a claim's token; a finished job is never moved again; an outcome the completer flushed for the
@@ -480,9 +482,7 @@ impl Model for ClaimModel {
             Property::always(FINAL_STAYS_FINAL, |_, s: &ClaimState| !s.final_moved),
             Property::sometimes(LATE_OUTCOME_DROPPED, |_, s: &ClaimState| s.stale_dropped),
             Property::sometimes(ATTEMPT_REUSED, |_, s: &ClaimState| s.attempt_reused),
-            Property::always(NO_CURRENT_OUTCOME_LOST, |_, s: &ClaimState| {
-                !s.current_lost
-            }),
+            Property::always(NO_CURRENT_OUTCOME_LOST, |_, s: &ClaimState| !s.current_lost),
             Property::sometimes(BOTH_COMPLETE, |_, s: &ClaimState| {
                 s.rows.iter().all(|r| r.state == JobState::Completed)
                     && s.rows[0].table == Table::Done

@@ -428,9 +428,8 @@ impl<C: Copy + PartialEq, T: Copy + PartialEq + PartialOrd> Row<C, T> {
     /// once, and moved to the history unless its key stays taken when cancelled. (A running job
     /// is only marked, and its outcome ends it cancelled: not modelled.)
     pub fn cancel(&self) -> Option<Self> {
-        let cancellable = self.in_job_table()
-            && !self.state.is_final()
-            && self.state != JobState::Running;
+        let cancellable =
+            self.in_job_table() && !self.state.is_final() && self.state != JobState::Running;
         cancellable.then(|| {
             Row {
                 state: JobState::Cancelled,

@@ -318,7 +318,11 @@ fn changes<'a>(
             ([(seq, old)], []) => out.push((*seq, Ok((job, Change::Remove(old))))),
             _ => violations.push(format!(
                 "#{} job {job}: one statement deleted {} rows of the job and wrote {}",
-                left.iter().chain(&entered).map(|(s, _)| *s).min().unwrap_or(0),
+                left.iter()
+                    .chain(&entered)
+                    .map(|(s, _)| *s)
+                    .min()
+                    .unwrap_or(0),
                 left.len(),
                 entered.len()
             )),
@@ -814,7 +818,10 @@ mod tests {
     #[test]
     fn finished_jobs_moving_out_in_their_statement_pass() {
         let done = image("completed", 1, None, Some("a"), Some(100));
-        let report = check(&mut finished_run(in_table("pgmill_job_done_07", done), None));
+        let report = check(&mut finished_run(
+            in_table("pgmill_job_done_07", done),
+            None,
+        ));
         assert_eq!(report.violations, Vec::<String>::new());
         assert_eq!(
             (report.inserts, report.claims, report.outcomes, report.moves),
@@ -897,7 +904,10 @@ mod tests {
         // in two tables in between.
         let report = split(5, 6);
         assert!(
-            report.violations.iter().any(|v| v.contains("in two tables")),
+            report
+                .violations
+                .iter()
+                .any(|v| v.contains("in two tables")),
             "{:?}",
             report.violations
         );
@@ -962,10 +972,7 @@ mod tests {
         events.extend(moved(4, dead, back, None));
         let report = check(&mut events);
         assert_eq!(report.violations, Vec::<String>::new());
-        assert_eq!(
-            (report.rescues, report.retries, report.moves),
-            (1, 1, 2)
-        );
+        assert_eq!((report.rescues, report.retries, report.moves), (1, 1, 2));
     }
 
     #[test]
