@@ -256,14 +256,17 @@ enum Change<'a> {
     Remove(&'a JobImage),
 }
 
+/// One event to replay, by sequence number: a job's change (with the job), or an attempt or lease
+/// event as recorded.
+type Replayed<'a> = (i64, Result<(i64, Change<'a>), &'a Event>);
+
+/// The rows one statement deleted and wrote for one job, each with its sequence number.
+type Halves<'a> = (Vec<(i64, &'a JobImage)>, Vec<(i64, &'a JobImage)>);
+
 /// Pairs the rows each statement deleted and wrote, per job: returns every job change and
 /// attempt or lease event in sequence order, each change numbered by its first event.
-fn changes<'a>(
-    events: &'a [Event],
-    violations: &mut Vec<String>,
-) -> Vec<(i64, Result<(i64, Change<'a>), &'a Event>)> {
-    let mut halves: HashMap<(i64, StatementId), (Vec<(i64, &JobImage)>, Vec<(i64, &JobImage)>)> =
-        HashMap::new();
+fn changes<'a>(events: &'a [Event], violations: &mut Vec<String>) -> Vec<Replayed<'a>> {
+    let mut halves: HashMap<(i64, StatementId), Halves<'a>> = HashMap::new();
     let mut out = Vec::new();
     for event in events {
         match event {
