@@ -381,7 +381,7 @@ mod diesel_driver {
             .conn()
             .await
             .query(&ctx.stmt(
-                "SELECT id AS id, (args->>'order_id')::bigint AS order_id FROM {schema}.pgmill_job",
+                "SELECT id AS id, (args->>'order_id')::bigint AS order_id FROM {schema}.pgmill_job_all",
             ))
             .await
             .unwrap();
@@ -468,7 +468,7 @@ mod diesel_driver {
             .query(&ctx.stmt(
                 "SELECT state::text AS state, count(*) AS jobs, \
                         count(DISTINCT (args->>'n')::bigint) AS distinct_n \
-                 FROM {schema}.pgmill_job GROUP BY state ORDER BY state",
+                 FROM {schema}.pgmill_job_all GROUP BY state ORDER BY state",
             ))
             .await
             .unwrap();
@@ -633,7 +633,7 @@ mod diesel_driver {
             .conn()
             .await
             .query(&ctx.stmt(
-                "SELECT (args->>'n')::bigint AS n FROM {schema}.pgmill_job \
+                "SELECT (args->>'n')::bigint AS n FROM {schema}.pgmill_job_all \
                  WHERE state = 'discarded'",
             ))
             .await

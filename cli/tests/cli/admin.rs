@@ -272,6 +272,26 @@ fn periodic_and_clients_commands() {
         table.starts_with("NAME") && table.contains("0 3 * * *"),
         "{table}"
     );
+    // A schedule in a time zone: its next run shows on that zone's wall clock.
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_periodic \
+         (name, schedule, next_run_at, time_zone, zoned_schedule, zoned_next_run_at) \
+         VALUES ('standup', 'cron 30 2 * * * in America/New_York', now(), 'America/New_York', \
+         'cron 30 2 * * * in America/New_York', '2030-01-10 07:30:00+00')"
+    ));
+    let list = json(&schema, &["periodic", "list"]);
+    let standup = &list[1];
+    assert_eq!(standup["name"], "standup");
+    assert_eq!(standup["time_zone"], "America/New_York");
+    assert_eq!(standup["next_run_at"], "2030-01-10T07:30:00+00:00");
+    assert_eq!(standup["next_run_local"], "2030-01-10T02:30:00-05:00");
+    assert_eq!(list[0]["time_zone"], serde_json::Value::Null);
+    let table = ok(&schema, &["periodic", "list"]);
+    assert!(
+        table.contains("cron 30 2 * * * in America/New_York")
+            && table.contains("2030-01-10 02:30:00 EST"),
+        "{table}"
+    );
 
     let clients = json(&schema, &["clients"]);
     assert_eq!(clients[0]["id"], "c1");
@@ -336,5 +356,60 @@ fn dead_commands_list_redrive_and_purge_and_refuse_no_filter() {
     assert_eq!(json(&schema, &["dead", "list"]), json!([]));
     let horizon = json(&schema, &["dead", "horizon"]);
     assert!(horizon["holders"].is_array(), "{horizon}");
+    drop_schema(&schema);
+}
+
+#[test]
+fn retention_commands_set_list_and_clear_rules() {
+    let schema = fresh_schema_name();
+    ok(&schema, &["migrate", "up"]);
+    let empty = ok(&schema, &["retention", "list"]);
+    assert!(empty.contains("no retention rules"), "{empty}");
+    let set = json(&schema, &["retention", "set", "events", "completed", "90m"]);
+    assert_eq!(set[0]["keep_s"], 5_400);
+    ok(&schema, &["retention", "set", "*", "discarded", "forever"]);
+    let table = ok(&schema, &["retention", "list"]);
+    assert!(table.contains("events") && table.contains("90m"), "{table}");
+    assert!(table.contains("forever"), "{table}");
+    let rows = sql(&format!(
+        "SELECT queue, state::text AS state, keep_seconds FROM \"{schema}\".pgmill_retention \
+         ORDER BY queue"
+    ));
+    let stored: Vec<(String, String, Option<i64>)> = rows
+        .iter()
+        .map(|r| (r.get("queue"), r.get("state"), r.get("keep_seconds")))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            ("*".to_owned(), "discarded".to_owned(), None),
+            ("events".to_owned(), "completed".to_owned(), Some(5_400)),
+        ]
+    );
+    // Bad input is refused and stores nothing.
+    for args in [
+        ["retention", "set", "events", "running", "1h"],
+        ["retention", "set", "events", "completed", "1w"],
+        ["retention", "set", "bad queue", "completed", "1h"],
+        ["retention", "set", "events", "completed", "0s"],
+    ] {
+        let refused = pgmill(&schema, &args);
+        assert!(!refused.status.success(), "{args:?}");
+    }
+    assert_eq!(
+        json(&schema, &["retention", "list"])
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        json(&schema, &["retention", "clear", "events", "completed"]),
+        json!({ "removed": true })
+    );
+    assert_eq!(
+        ok(&schema, &["retention", "clear", "events", "completed"]).trim(),
+        "events had no rule for completed jobs"
+    );
     drop_schema(&schema);
 }

@@ -1,6 +1,6 @@
 //! The operator API's types: what [`Client`](crate::Client)'s methods for looking at and acting on
-//! jobs, queues, periodic schedules, clients and leadership take and return (the CLI and the
-//! dashboard use the same methods).
+//! jobs, queues, periodic schedules, retention, clients and leadership take and return (the CLI
+//! and the dashboard use the same methods).
 //!
 //! Listings, counts and bulk actions share one [`JobFilter`] (by state, queue and kind).
 
@@ -13,6 +13,7 @@ mod job_summary;
 mod migration;
 mod periodic;
 mod queue;
+mod retention;
 mod storage;
 
 pub use cluster::{ClientRow, LeaderRow};
@@ -26,6 +27,7 @@ pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
 pub use migration::MigrationRow;
 pub use periodic::PeriodicRow;
 pub use queue::{QueueActivity, QueueOverview, QueueRow, UnservedQueue};
+pub use retention::{EVERY_QUEUE, RetentionRule};
 pub use storage::{HolderKind, VacuumHolder, VacuumHorizon};
 
 pub(crate) use job_summary::DEFAULT_PREVIEW_CHARS;

@@ -19,6 +19,7 @@ mod migration;
 mod periodic;
 mod queue;
 mod queue_activity;
+mod retention;
 pub(crate) mod sql_text;
 mod storage;
 pub(crate) mod topic;
@@ -28,10 +29,10 @@ pub(crate) use client::{
     client_register,
 };
 pub(crate) use job::{
-    ClientIdRow, IdRow, QueueCountRow, RescuedRow, TableGrowthRow, job_analyze, job_cancel,
-    job_delete, job_delete_finalized, job_get_by_id, job_get_cancel_requested,
-    job_get_running_clients, job_list, job_list_page, job_release_pending, job_rescue, job_retry,
-    job_schedule, job_table_growth,
+    ClientIdRow, ExpiredRow, IdRow, QueueCountRow, RescuedRow, TableGrowthRow, job_analyze,
+    job_cancel, job_delete, job_delete_finalized, job_done_delete_expired, job_get_by_id,
+    job_get_cancel_requested, job_get_running_clients, job_list, job_list_page,
+    job_release_pending, job_rescue, job_retry, job_schedule, job_table_growth,
 };
 pub(crate) use job_bulk::{JobBulkRow, job_bulk, job_count};
 pub(crate) use job_claim::{
@@ -44,7 +45,8 @@ pub(crate) use job_complete::{
 };
 pub(crate) use job_dead::{
     DeadDepthRow, PurgeRow, RedriveRow, job_dead_count_by_queue, job_dead_delete_expired,
-    job_dead_list, job_dead_list_page, job_dead_purge, job_dead_redrive,
+    job_dead_delete_expired_by_queue, job_dead_list, job_dead_list_page, job_dead_purge,
+    job_dead_redrive,
 };
 pub(crate) use job_insert::{
     CopyShape, InProgressRow, InsertedRow, WithXact, job_copy_available, job_insert_many,
@@ -68,6 +70,7 @@ pub(crate) use queue::{
     queue_overview, queue_pause, queue_resume, queue_upsert,
 };
 pub(crate) use queue_activity::job_count_recent_by_queue;
+pub(crate) use retention::{retention_delete, retention_list, retention_set};
 pub(crate) use storage::{
     SlotRow, storage_done_truncate_expired, storage_horizon, storage_set_done_slot_seconds,
 };

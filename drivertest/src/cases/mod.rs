@@ -30,6 +30,7 @@ pub mod periodic;
 pub mod producer_prefetch;
 pub mod queue_names;
 pub mod rescue;
+pub mod retention;
 pub mod row_decode;
 pub mod storage;
 pub mod transaction;

@@ -200,6 +200,7 @@ pub async fn queue_name_check_applies_under_running_clients_and_keeps_bad_rows<H
         .conn()
         .await
         .query(&ctx.stmt(
+            // Version 2 has no history tables: every row is back in the job table.
             "SELECT queue FROM {schema}.pgmill_job \
              WHERE queue <> 'default' AND NOT metadata ? 'invalid_queue' ORDER BY id",
         ))

@@ -290,7 +290,7 @@ pub async fn rescue_meets_its_bound_with_defaults_when_the_leader_dies<H: Harnes
             .await
             .query_scalar(
                 &ctx.stmt(
-                    "SELECT count(*) AS n FROM {schema}.pgmill_job \
+                    "SELECT count(*) AS n FROM {schema}.pgmill_job_all \
                      WHERE (args->>'n')::int >= 100 \
                        AND attempted_at > $1::timestamptz AND attempted_at < $2::timestamptz",
                 )
