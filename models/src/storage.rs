@@ -50,7 +50,9 @@
 //! Left out: the width of a slot changing (a slot then holds rows of two laps for a while, which
 //! the look under the lock treats like any other row within retention); the dead-letter queue's
 //! own retention (`job_dead_delete_expired.sql`, a `DELETE`, which MVCC keeps from any snapshot
-//! that still sees the row); jobs kept in the job table when finished (their unique key stays
+//! that still sees the row), and likewise the history rows of queues kept for less than the
+//! longest retention, deleted ahead of their slot's truncation (`job_done_delete_expired.sql`;
+//! the truncation waits for the longest retention any queue has); jobs kept in the job table when finished (their unique key stays
 //! taken: [`crate::row`]'s `KeptIn`); retries and redrives back into the job table (the reverse
 //! move, also one statement, checked by [`crate::trace`]); version 8 clients finishing jobs in
 //! place.
