@@ -34,7 +34,9 @@
 //! own. A claim here takes any subset of the available jobs: where a claim's scan starts and
 //! stops (the producer's position, its detours behind it after a rewind, the claims from the
 //! head) decides only which available jobs a claim can reach, which guards no transition of a
-//! job and is left out; so is the scheduler's band of due times (`job_schedule.sql`'s `$3`: where
+//! job and is left out; so does the filter on the kinds the client has workers for (a claim
+//! takes only jobs of those kinds): it narrows which available jobs a claim reaches, not what a
+//! claim does to one; so is the scheduler's band of due times (`job_schedule.sql`'s `$3`: where
 //! its scan of due rows starts), which decides which due rows a pass looks at, not what it does
 //! to one; the rewind announcements the outcome, release, rescue and scheduler statements send
 //! change no row.
