@@ -859,7 +859,8 @@ pub async fn claims_keep_one_generic_plan<H: Harness>() {
     // stopped by the limit (no sort of the queue's jobs), the ids looked up in the primary key.
     let prepare = format!(
         "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; \
-         PREPARE generic_claim(text, bigint, text, bigint, smallint, timestamptz, bigint) AS {}",
+         PREPARE generic_claim(text, bigint, text, bigint, smallint, timestamptz, bigint, text[]) \
+         AS {}",
         ctx.schema.render(include_str!(
             "../../../core/sql/job/job_get_available_after.sql"
         ))
@@ -868,7 +869,7 @@ pub async fn claims_keep_one_generic_plan<H: Harness>() {
     let plan = conn
         .query(&Statement::new(
             "EXPLAIN EXECUTE generic_claim('default', 100, 'plan-probe', 99, 1::smallint, \
-             '-infinity', 0)",
+             '-infinity', 0, ARRAY['task'])",
         ))
         .await;
     conn.execute_script("ROLLBACK; DEALLOCATE generic_claim")
