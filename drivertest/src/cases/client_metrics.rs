@@ -69,11 +69,15 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
                 1 if run.attempt == 1 => Err(JobError::retry("once")),
                 2 => Err(JobError::discard("bad input")),
                 3 => {
-                    // A newer claim took the job over (its attempt and its own fencing token):
-                    // this attempt's outcome is superseded.
+                    // A newer claim of another client took the job over (its attempt, its own
+                    // fencing token, its name last in attempted_by): this attempt's outcome is
+                    // superseded. Attributed to this client, the row would be this client's
+                    // orphan, released and run again whenever a lost reply makes it reconcile.
                     let bump = Statement::new(schema.render(
                         "UPDATE {schema}.pgmill_job SET attempt = attempt + 1, \
-                         claim_token = claim_token + 1 WHERE id = $1::bigint",
+                         claim_token = claim_token + 1, attempted_at = now(), \
+                         attempted_by = attempted_by || 'newer-claimant'::text \
+                         WHERE id = $1::bigint",
                     ))
                     .bind(run.id.0);
                     let mut conn = driver.acquire().await.expect("a connection");
