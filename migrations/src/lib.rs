@@ -45,6 +45,7 @@ migrations! {
     6 => "006_validate_queue_name_check",
     7 => "007_job_row_rules_in_one_check",
     8 => "008_validate_job_row_rules",
+    10 => "010_queue_stat",
 }
 
 /// The latest version.
