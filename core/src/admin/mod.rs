@@ -12,6 +12,7 @@ mod job_summary;
 mod migration;
 mod periodic;
 mod queue;
+mod queue_stat;
 
 pub use cluster::{ClientRow, LeaderRow};
 pub use job_bulk::{BulkAction, JobBatch};
@@ -21,6 +22,7 @@ pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
 pub use migration::MigrationRow;
 pub use periodic::PeriodicRow;
 pub use queue::{QueueActivity, QueueOverview, QueueRow, UnservedQueue};
+pub use queue_stat::{MAX_QUEUE_STAT_BINS, QueueStatParams, QueueStatPoint, QueueStats};
 
 pub(crate) use job_summary::DEFAULT_PREVIEW_CHARS;
 pub(crate) use queue::LIVE_STATES;

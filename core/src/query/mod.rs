@@ -18,6 +18,7 @@ mod migration;
 mod periodic;
 mod queue;
 mod queue_activity;
+mod queue_stat;
 pub(crate) mod sql_text;
 pub(crate) mod topic;
 
@@ -62,6 +63,10 @@ pub(crate) use queue::{
     queue_overview, queue_pause, queue_resume, queue_upsert,
 };
 pub(crate) use queue_activity::job_count_recent_by_queue;
+pub(crate) use queue_stat::{
+    QueueStatPendingRow, QueueStatRollupRow, QueueStatSeriesRow, queue_stat_jit_off,
+    queue_stat_pending, queue_stat_queues, queue_stat_rollup, queue_stat_series, queue_stat_trim,
+};
 
 /// A duration as the microseconds core's SQL takes for intervals (saturating).
 fn micros(d: chrono::TimeDelta) -> i64 {
