@@ -71,14 +71,24 @@ pub(crate) struct Chart {
     pub(crate) wide: bool,
 }
 
-/// A number for 0 to `max` on a scale: the smallest of 1, 2, 2.5, 5 times a power of ten at or
-/// above it (at least 1 for counts).
+/// A number for 0 to `max` on a scale: for counts (and durations under a second) the smallest of
+/// 1, 2, 2.5, 5 times a power of ten at or above it (at least 1 for counts); for longer
+/// durations a round one (15 s, 2 min, 30 min, 6 h, ...).
 fn nice_ceiling(max: f64, unit: Unit) -> f64 {
+    const ROUND_SECONDS: [f64; 19] = [
+        1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0,
+        10_800.0, 21_600.0, 43_200.0, 86_400.0, 172_800.0,
+    ];
     let floor = match unit {
         Unit::Count => 1.0,
         Unit::Seconds => 0.001,
     };
     let max = max.max(floor);
+    if unit == Unit::Seconds && max > 1.0 {
+        if let Some(round) = ROUND_SECONDS.into_iter().find(|r| *r >= max * (1.0 - 1e-9)) {
+            return round;
+        }
+    }
     let magnitude = 10f64.powf(max.log10().floor());
     for step in [1.0, 2.0, 2.5, 5.0, 10.0] {
         if step * magnitude >= max * (1.0 - 1e-9) {
@@ -202,7 +212,7 @@ impl Chart {
             .map(|(i, t)| (i, *t))
             .collect();
         html! {
-            figure.chart id={ "chart-" (self.id) } data-chart=(self.id)
+            figure.chart.wide[self.wide] id={ "chart-" (self.id) } data-chart=(self.id)
                 data-from=[first.map(|t| t.to_rfc3339())] {
                 figcaption { (self.title) }
                 svg viewBox={ "0 0 " (width) " " (HEIGHT) } role="img"
@@ -376,10 +386,13 @@ mod tests {
         assert_eq!(nice_ceiling(11.0, Unit::Count), 20.0);
         assert_eq!(nice_ceiling(240.0, Unit::Count), 250.0);
         assert_eq!(nice_ceiling(0.3, Unit::Seconds), 0.5);
+        assert_eq!(nice_ceiling(700.0, Unit::Seconds), 900.0);
+        assert_eq!(nice_ceiling(1.5, Unit::Seconds), 2.0);
         assert_eq!(label(12_000.0, Unit::Count), "12k");
         assert_eq!(label(1_234.0, Unit::Count), "1,234");
         assert_eq!(label(0.25, Unit::Seconds), "250 ms");
         assert_eq!(label(600.0, Unit::Seconds), "10 min");
+        assert_eq!(label(450.0, Unit::Seconds), "7.5 min");
     }
 
     #[test]

@@ -297,7 +297,8 @@ pub(crate) fn depth(stats: &QueueStats, range: Range) -> Chart {
     }
 }
 
-/// How long the oldest available job had waited, and the 95th percentile of the pickup wait.
+/// How long the oldest available job had waited, and the 95th percentile of the pickup wait
+/// (drawn across the page, under the other two).
 pub(crate) fn wait(stats: &QueueStats, range: Range) -> Chart {
     let (bins, bin) = bins(stats);
     let secs = |d: std::time::Duration| d.as_secs_f64();
@@ -356,6 +357,6 @@ pub(crate) fn wait(stats: &QueueStats, range: Range) -> Chart {
         ],
         tooltips,
         empty_note: "No statistics yet.".into(),
-        wide: false,
+        wide: true,
     }
 }
