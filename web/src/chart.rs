@@ -73,9 +73,9 @@ pub(crate) struct Chart {
 
 /// A number for 0 to `max` on a scale: for counts (and durations under a second) the smallest of
 /// 1, 2, 2.5, 5 times a power of ten at or above it (at least 1 for counts); for longer
-/// durations a round one (15 s, 2 min, 30 min, 6 h, ...).
+/// durations a tidy one (15 s, 2 min, 30 min, 6 h, ...).
 fn nice_ceiling(max: f64, unit: Unit) -> f64 {
-    const ROUND_SECONDS: [f64; 19] = [
+    const TIDY_SECONDS: [f64; 19] = [
         1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 900.0, 1800.0, 3600.0, 7200.0,
         10_800.0, 21_600.0, 43_200.0, 86_400.0, 172_800.0,
     ];
@@ -85,8 +85,8 @@ fn nice_ceiling(max: f64, unit: Unit) -> f64 {
     };
     let max = max.max(floor);
     if unit == Unit::Seconds && max > 1.0 {
-        if let Some(round) = ROUND_SECONDS.into_iter().find(|r| *r >= max * (1.0 - 1e-9)) {
-            return round;
+        if let Some(tidy) = TIDY_SECONDS.into_iter().find(|r| *r >= max * (1.0 - 1e-9)) {
+            return tidy;
         }
     }
     let magnitude = 10f64.powf(max.log10().floor());
@@ -130,7 +130,7 @@ pub(crate) fn label(v: f64, unit: Unit) -> String {
     }
 }
 
-/// The spacing of time labels for a span: about six labels, on round times.
+/// The spacing of time labels for a span: about six labels, on whole minutes or hours.
 fn label_step(span: TimeDelta) -> TimeDelta {
     let target = span / 6;
     [1, 2, 5, 10, 15, 30, 60, 120, 180, 360, 720, 1440]

@@ -156,10 +156,6 @@ pub(crate) async fn page<D: Driver>(
                 }
             }
         }
-        div.charts.overview-chart {
-            (Chart { wide: true, ..charts::throughput(&hour, Range::Hour) }.render())
-            p.note { a href=(charts::link(&shell, None, Range::Hour)) { "All charts: depth by state, wait, per queue, last day →" } }
-        }
         @if lines.is_empty() {
             div.empty { "No queue yet: a working client registers its queues, and inserted jobs show here." }
         } @else {
@@ -222,6 +218,10 @@ pub(crate) async fn page<D: Driver>(
                     }
                 }
             }
+        }
+        div.charts.overview-chart {
+            (Chart { wide: true, ..charts::throughput(&hour, Range::Hour) }.render())
+            p.note { a href=(charts::link(&shell, None, Range::Hour)) { "All charts: depth by state, wait, per queue, last day →" } }
         }
     };
     Ok(shell.page(Nav::Overview, "Overview", fixed, live))
