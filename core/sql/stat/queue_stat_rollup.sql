@@ -14,9 +14,9 @@
 --   kinds are missed: a job rescued into its old place in the queue and not claimed again yet
 --   (its scheduled_at is before $1), and one that failed, ran again and was snoozed before this
 --   pass;
--- - pickup_count, pickup_p95_us: attempts claimed in it (attempted_at), with their wait since
---   scheduled_at, among the jobs running now and the jobs finalized since $1 (an attempt that
---   failed and runs again has a new scheduled_at, so it is left out);
+-- - pickup_count, pickup_p95_us: attempts claimed in it (attempted_at), among the jobs running
+--   now and the jobs finalized since $1 (an attempt that failed and runs again has a new
+--   scheduled_at, so it is left out), and the 95th percentile of their wait since scheduled_at;
 -- - sampled_at, depth, oldest_available_us (only when $4, on the last bucket): the queue now,
 --   live jobs by state (every state of the job state type but completed, cancelled and
 --   discarded, so a state added later is counted without changing this file) and the age of its
@@ -114,19 +114,34 @@ failure AS (
     ) AS x
     CROSS JOIN LATERAL unnest(x.errors) AS e(error)
 ),
--- Each event of [$1, $2) with its bucket: the bucket of a time t is the multiple of the width
--- at or before it, or $1 for a first bucket that starts between two multiples.
-event AS (
-    SELECT f.queue AS queue, f.state AS kind, f.finalized_at AS at, NULL::interval AS wait
-    FROM finished AS f
-    WHERE f.finalized_at < $2::timestamptz
-    UNION ALL
-    SELECT f.queue, 'retried', f.at, NULL
-    FROM failure AS f
-    WHERE f.at >= $1::timestamptz AND f.at < $2::timestamptz
-        AND f.at IS DISTINCT FROM f.finalized_at
-    UNION ALL
-    SELECT p.queue, 'picked_up', p.attempted_at, p.attempted_at - p.scheduled_at
+-- Each event of [$1, $2) with its bucket (the multiple of the width at or before its time, or $1
+-- for a first bucket that starts between two multiples), counted per bucket and queue: outcomes
+-- and retries by hashing; pickups, whose percentile needs their waits in order, by one sort
+-- (grouped per queue, then per bucket for all queues from the same order).
+counted AS (
+    SELECT greatest(date_bin($3::bigint * interval '1 microsecond', e.at,
+            timestamptz '2000-01-01 00:00:00+00'), $1::timestamptz) AS bucket,
+        e.queue AS queue,
+        count(*) FILTER (WHERE e.kind = 'completed') AS completed,
+        count(*) FILTER (WHERE e.kind = 'discarded') AS discarded,
+        count(*) FILTER (WHERE e.kind = 'cancelled') AS cancelled,
+        count(*) FILTER (WHERE e.kind = 'retried') AS retried
+    FROM (
+        SELECT f.queue AS queue, f.state AS kind, f.finalized_at AS at
+        FROM finished AS f
+        WHERE f.finalized_at < $2::timestamptz
+        UNION ALL
+        SELECT f.queue, 'retried', f.at
+        FROM failure AS f
+        WHERE f.at >= $1::timestamptz AND f.at < $2::timestamptz
+            AND f.at IS DISTINCT FROM f.finalized_at
+    ) AS e
+    GROUP BY 1, 2
+),
+pickup AS (
+    SELECT greatest(date_bin($3::bigint * interval '1 microsecond', p.attempted_at,
+            timestamptz '2000-01-01 00:00:00+00'), $1::timestamptz) AS bucket,
+        p.queue AS queue, p.attempted_at - p.scheduled_at AS wait
     FROM (
         SELECT queue, attempted_at, scheduled_at FROM finished
         UNION ALL
@@ -135,24 +150,43 @@ event AS (
     WHERE p.attempted_at >= $1::timestamptz AND p.attempted_at < $2::timestamptz
         AND p.scheduled_at <= p.attempted_at
 ),
-event_bucket AS (
-    SELECT greatest(date_bin($3::bigint * interval '1 microsecond', e.at,
-            timestamptz '2000-01-01 00:00:00+00'), $1::timestamptz) AS bucket,
-        e.queue AS queue, e.kind AS kind, e.wait AS wait
-    FROM event AS e
+pickup_stat AS (
+    SELECT p.bucket AS bucket, coalesce(p.queue, '*') AS queue, count(*) AS n,
+        (extract(epoch FROM percentile_cont(0.95) WITHIN GROUP (ORDER BY p.wait))
+            * 1000000)::bigint AS p95_us
+    FROM pickup AS p
+    GROUP BY GROUPING SETS ((p.bucket, p.queue), (p.bucket))
+),
+pickup_count AS (
+    SELECT s.bucket AS bucket, s.queue AS queue, s.n AS n
+    FROM pickup_stat AS s
+    WHERE s.queue <> '*'
+),
+pickup_p95 AS (
+    SELECT s.bucket AS bucket, s.queue AS queue, s.p95_us AS p95_us FROM pickup_stat AS s
 ),
 -- Per bucket and queue, and per bucket for all queues ('*').
+tally_by_queue AS (
+    SELECT coalesce(c.bucket, n.bucket) AS bucket, coalesce(c.queue, n.queue) AS queue,
+        coalesce(c.completed, 0) AS completed, coalesce(c.discarded, 0) AS discarded,
+        coalesce(c.cancelled, 0) AS cancelled, coalesce(c.retried, 0) AS retried,
+        coalesce(n.n, 0) AS pickup_count
+    FROM counted AS c
+    FULL JOIN pickup_count AS n ON n.bucket = c.bucket AND n.queue = c.queue
+),
 tally AS (
-    SELECT e.bucket AS bucket, coalesce(e.queue, '*') AS queue,
-        count(*) FILTER (WHERE e.kind = 'completed') AS completed,
-        count(*) FILTER (WHERE e.kind = 'discarded') AS discarded,
-        count(*) FILTER (WHERE e.kind = 'cancelled') AS cancelled,
-        count(*) FILTER (WHERE e.kind = 'retried') AS retried,
-        count(*) FILTER (WHERE e.kind = 'picked_up') AS pickup_count,
-        (extract(epoch FROM percentile_cont(0.95) WITHIN GROUP (ORDER BY e.wait)
-            FILTER (WHERE e.kind = 'picked_up')) * 1000000)::bigint AS pickup_p95_us
-    FROM event_bucket AS e
-    GROUP BY GROUPING SETS ((e.bucket, e.queue), (e.bucket))
+    SELECT t.bucket AS bucket, t.queue AS queue, t.completed AS completed,
+        t.discarded AS discarded, t.cancelled AS cancelled, t.retried AS retried,
+        t.pickup_count AS pickup_count, p.p95_us AS pickup_p95_us
+    FROM tally_by_queue AS t
+    LEFT JOIN pickup_p95 AS p ON p.bucket = t.bucket AND p.queue = t.queue
+    UNION ALL
+    SELECT t.bucket, '*', sum(t.completed)::bigint, sum(t.discarded)::bigint,
+        sum(t.cancelled)::bigint, sum(t.retried)::bigint, sum(t.pickup_count)::bigint,
+        max(p.p95_us)
+    FROM tally_by_queue AS t
+    LEFT JOIN pickup_p95 AS p ON p.bucket = t.bucket AND p.queue = '*'
+    GROUP BY t.bucket
 ),
 depth_by_state AS (
     SELECT f.queue AS queue, f.state::text AS state,
