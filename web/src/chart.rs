@@ -84,10 +84,11 @@ fn nice_ceiling(max: f64, unit: Unit) -> f64 {
         Unit::Seconds => 0.001,
     };
     let max = max.max(floor);
-    if unit == Unit::Seconds && max > 1.0 {
-        if let Some(tidy) = TIDY_SECONDS.into_iter().find(|r| *r >= max * (1.0 - 1e-9)) {
-            return tidy;
-        }
+    if unit == Unit::Seconds
+        && max > 1.0
+        && let Some(tidy) = TIDY_SECONDS.into_iter().find(|r| *r >= max * (1.0 - 1e-9))
+    {
+        return tidy;
     }
     let magnitude = 10f64.powf(max.log10().floor());
     for step in [1.0, 2.0, 2.5, 5.0, 10.0] {

@@ -130,7 +130,7 @@ pub(crate) async fn page<D: Driver>(
                 }
             }
             span.spacer {}
-            span.note { "Times in UTC. A minute shows up about 15 to 25 s after it ends." }
+            span.note { "Times in UTC. With the default settings a minute shows up 15 to 25 s after it ends." }
         }
         div.states #chart-queues {
             a href=(link(&shell, None, range)) class=[queue.is_none().then_some("active")] { "all queues" }
