@@ -21,6 +21,26 @@ use crate::format;
 /// Most queues the page offers to choose from.
 const MAX_QUEUES: usize = 200;
 
+/// SQLSTATE of a missing table: the schema predates the queue statistics.
+const UNDEFINED_TABLE: &str = "42P01";
+
+/// What the dashboard says when the schema has no statistics table.
+pub(crate) const UNMIGRATED: &str = "No charts: this schema predates the queue statistics. Run the \
+     migrations (pgmill migrate up) to get them.";
+
+/// The statistics, or `None` when the schema has no statistics table (not migrated yet): the
+/// overview then goes without its chart rather than failing.
+pub(crate) async fn stats_unless_unmigrated<D: Driver>(
+    client: &pgmill::Client<D>,
+    params: &QueueStatParams,
+) -> pgmill::Result<Option<QueueStats>> {
+    match client.queue_stats(params).await {
+        Ok(stats) => Ok(Some(stats)),
+        Err(e) if e.sqlstate() == Some(UNDEFINED_TABLE) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// The query string: `?queue=&range=hour|day`; empty fields mean all queues, the last hour.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub(crate) struct ChartsQuery {
@@ -109,12 +129,22 @@ pub(crate) async fn page<D: Driver>(
         params = params.queue(q.as_str())?;
     }
     let (stats, queues) = if shell.is_live() {
-        (app.client.queue_stats(&params).await?, Vec::new())
+        (
+            stats_unless_unmigrated(&app.client, &params).await?,
+            Vec::new(),
+        )
     } else {
-        tokio::try_join!(
-            app.client.queue_stats(&params),
-            app.client.queue_stat_queues(params.window(), MAX_QUEUES),
-        )?
+        let queues = async {
+            match app
+                .client
+                .queue_stat_queues(params.window(), MAX_QUEUES)
+                .await
+            {
+                Err(e) if e.sqlstate() == Some(UNDEFINED_TABLE) => Ok(Vec::new()),
+                other => other,
+            }
+        };
+        tokio::try_join!(stats_unless_unmigrated(&app.client, &params), queues)?
     };
     let title = match &queue {
         Some(q) => format!("Charts · {q}"),
@@ -139,13 +169,16 @@ pub(crate) async fn page<D: Driver>(
             }
         }
     };
-    let live = html! {
-        (summary(&stats))
-        div.charts {
-            (throughput(&stats, range).render())
-            (depth(&stats, range).render())
-            (wait(&stats, range).render())
-        }
+    let live = match &stats {
+        Some(stats) => html! {
+            (summary(stats))
+            div.charts {
+                (throughput(stats, range).render())
+                (depth(stats, range).render())
+                (wait(stats, range).render())
+            }
+        },
+        None => html! { div.notice #no-stats { (UNMIGRATED) } },
     };
     Ok(shell.page(Nav::Charts, &title, fixed, live))
 }

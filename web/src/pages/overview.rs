@@ -78,7 +78,7 @@ pub(crate) async fn page<D: Driver>(
         app.client.queue_overview(),
         app.client.queue_activity(window),
         app.client.leader(),
-        app.client.queue_stats(&last_hour),
+        charts::stats_unless_unmigrated(&app.client, &last_hour),
     )?;
     let mut lines: BTreeMap<String, Line> = BTreeMap::new();
     for q in queues {
@@ -220,8 +220,13 @@ pub(crate) async fn page<D: Driver>(
             }
         }
         div.charts.overview-chart {
-            (Chart { wide: true, ..charts::throughput(&hour, Range::Hour) }.render())
-            p.note { a href=(charts::link(&shell, None, Range::Hour)) { "All charts: depth by state, wait, per queue, last day →" } }
+            @match &hour {
+                Some(hour) => {
+                    (Chart { wide: true, ..charts::throughput(hour, Range::Hour) }.render())
+                    p.note { a href=(charts::link(&shell, None, Range::Hour)) { "All charts: depth by state, wait, per queue, last day →" } }
+                }
+                None => p.note #no-stats { (charts::UNMIGRATED) }
+            }
         }
     };
     Ok(shell.page(Nav::Overview, "Overview", fixed, live))
