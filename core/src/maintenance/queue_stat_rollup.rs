@@ -243,3 +243,42 @@ impl<D: Driver> QueueStatRollup<D> {
         .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(f: impl FnOnce(&mut QueueStatConfig)) -> Result<()> {
+        let mut c = QueueStatConfig::default();
+        f(&mut c);
+        c.validate()
+    }
+
+    #[test]
+    fn buckets_divide_a_minute_and_the_retention_outlasts_the_backfill() {
+        assert!(with(|_| {}).is_ok());
+        for ok in [1, 2, 5, 15, 30, 60] {
+            assert!(
+                with(|c| c.bucket = Duration::from_secs(ok)).is_ok(),
+                "{ok} s"
+            );
+        }
+        for bad in [
+            Duration::ZERO,
+            Duration::from_secs(7),
+            Duration::from_secs(90),
+            Duration::from_millis(1500),
+        ] {
+            assert!(
+                matches!(with(|c| c.bucket = bad), Err(Error::InvalidConfig(_))),
+                "{bad:?}"
+            );
+        }
+        // 60 buckets of a minute and the settle time: just over an hour.
+        assert!(with(|c| c.retention = Duration::from_secs(3600)).is_err());
+        assert!(with(|c| c.retention = Duration::from_secs(3676)).is_ok());
+        assert!(with(|c| c.max_backfill = 0).is_err());
+        assert!(with(|c| c.interval = Duration::ZERO).is_err());
+        assert!(with(|c| c.batch_size = 0).is_err());
+    }
+}
