@@ -6,6 +6,11 @@
 # its output. Run as root or as a user that may run initdb; it deletes the cluster at the end.
 set -euo pipefail
 
+# Section 9 runs PgBouncer: found first, so a machine without it stops here, saying what to install.
+PGBOUNCER=$(command -v pgbouncer || { [ -x /usr/sbin/pgbouncer ] && echo /usr/sbin/pgbouncer; }) || {
+    echo "pgbouncer not found: install it (Debian/Ubuntu: apt-get install pgbouncer)" >&2
+    exit 1
+}
 BIN=$(pg_config --bindir 2>/dev/null || ls -d /usr/lib/postgresql/*/bin | tail -1)
 DIR=$(mktemp -d /tmp/pgmill-advisory-XXXX)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -108,7 +113,7 @@ logfile = $DIR/pgbouncer.log
 pidfile = $DIR/pgbouncer.pid
 INI
 [ "$(id -u)" = 0 ] && chown postgres "$DIR/pgbouncer.ini" "$DIR/users.txt"
-as_pg pgbouncer -d "$DIR/pgbouncer.ini" 2>/dev/null || as_pg /usr/sbin/pgbouncer -d "$DIR/pgbouncer.ini"
+as_pg "$PGBOUNCER" -d "$DIR/pgbouncer.ini"
 sleep 1
 B() { psql -X -q -At -h 127.0.0.1 -p "$BPORT" -U postgres -d postgres "$@"; }
 mkfifo "$DIR/a.in" "$DIR/b.in"

@@ -333,7 +333,7 @@ impl BenchDatabase {
                        count(*) FILTER (WHERE state = 'available') AS available, \
                        count(*) FILTER (WHERE state = 'completed') AS completed, \
                        count(*) FILTER (WHERE attempt = 1) AS first_attempt \
-                     FROM {}.pgmill_job WHERE kind = $1::text",
+                     FROM {}.pgmill_job_all WHERE kind = $1::text",
                     schema.quoted()
                 ),
                 &[&BenchJob::KIND, &n],

@@ -329,7 +329,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .query_one(
             &format!(
                 "SELECT count(*), count(DISTINCT args->>'i'), \
-                 count(*) FILTER (WHERE state = 'completed' AND attempt = 1) FROM {q}.pgmill_job"
+                 count(*) FILTER (WHERE state = 'completed' AND attempt = 1) FROM {q}.pgmill_job_all"
             ),
             &[],
         )

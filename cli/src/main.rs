@@ -18,6 +18,7 @@ mod cli_error;
 mod clients;
 mod command_context;
 mod database_url;
+mod dead;
 mod job;
 mod migrate;
 mod output;
@@ -31,6 +32,7 @@ use clap::{Parser, Subcommand};
 
 use crate::cli_error::CliError;
 use crate::command_context::CommandContext;
+use crate::dead::DeadCommand;
 use crate::job::JobCommand;
 use crate::migrate::MigrateCommand;
 use crate::output::Output;
@@ -79,6 +81,11 @@ enum Command {
         #[command(subcommand)]
         command: PeriodicCommand,
     },
+    /// The dead-letter queue: list, redrive, purge; what holds vacuum back.
+    Dead {
+        #[command(subcommand)]
+        command: DeadCommand,
+    },
     /// The clients registered in the schema: heartbeat age, liveness, the leader.
     Clients,
     /// The web dashboard: queues, jobs, periodic schedules, clients and the leader.
@@ -97,6 +104,7 @@ async fn run(cli: Cli) -> Result<Output, CliError> {
         Command::Queue { command } => queue::run(command, &ctx).await,
         Command::Job { command } => job::run(command, &ctx).await,
         Command::Periodic { command } => periodic::run(command, &ctx).await,
+        Command::Dead { command } => dead::run(command, &ctx).await,
         Command::Clients => clients::run(&ctx).await,
         Command::Serve(args) => serve::run(args, &ctx).await,
     }

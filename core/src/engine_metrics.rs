@@ -46,6 +46,16 @@ pub(crate) const QUEUE_OLDEST_AVAILABLE: &str = "pgmill_queue_oldest_available_s
 pub(crate) const CLIENT_RUNNING: &str = "pgmill_client_running_jobs";
 /// 1 while this client leads.
 pub(crate) const IS_LEADER: &str = "pgmill_is_leader";
+/// [`METRICS`] entry.
+pub(crate) const DEAD_JOBS: &str = "pgmill_dead_jobs";
+/// [`METRICS`] entry.
+pub(crate) const DEAD_REDRIVEN: &str = "pgmill_dead_redriven_total";
+/// [`METRICS`] entry.
+pub(crate) const DEAD_PURGED: &str = "pgmill_dead_purged_total";
+/// [`METRICS`] entry.
+pub(crate) const VACUUM_HORIZON_SECONDS: &str = "pgmill_vacuum_horizon_seconds";
+/// [`METRICS`] entry.
+pub(crate) const VACUUM_HORIZON_XMIN_AGE: &str = "pgmill_vacuum_horizon_xmin_age";
 
 /// What kind of metric one is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,6 +229,41 @@ pub const METRICS: &[MetricInfo] = &[
         Unit::Count,
         &[],
         "1 while a client of this process leads its schema, else 0",
+    ),
+    info(
+        DEAD_JOBS,
+        MetricKind::Gauge,
+        Unit::Count,
+        &["queue"],
+        "jobs in the dead-letter queue per queue, sampled by the leader (they enter it as the attempts counter's discarded outcomes and the rescuer's discards)",
+    ),
+    info(
+        DEAD_REDRIVEN,
+        MetricKind::Counter,
+        Unit::Count,
+        &[],
+        "dead-letter jobs this process redrove back into their queues",
+    ),
+    info(
+        DEAD_PURGED,
+        MetricKind::Counter,
+        Unit::Count,
+        &[],
+        "dead-letter jobs this process purged",
+    ),
+    info(
+        VACUUM_HORIZON_SECONDS,
+        MetricKind::Gauge,
+        Unit::Seconds,
+        &[],
+        "how long the oldest snapshot holding vacuum back on the database has been held (0 when none, or when no holder's start is visible to the role), sampled by the leader",
+    ),
+    info(
+        VACUUM_HORIZON_XMIN_AGE,
+        MetricKind::Gauge,
+        Unit::Count,
+        &[],
+        "how many transactions old the oldest snapshot holding vacuum back is (0 when none), sampled by the leader",
     ),
 ];
 

@@ -64,6 +64,10 @@ pub enum Error {
     /// A database call did not finish within its timeout.
     #[error("{0} timed out")]
     Timeout(&'static str),
+    /// An operator call's arguments were refused, and nothing was changed (an action over the
+    /// dead-letter queue with no filter that did not ask for every job).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
 }
 
 /// How long the engine's loops wait for one database call before giving up on it.

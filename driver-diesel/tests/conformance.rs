@@ -381,13 +381,276 @@ mod diesel_driver {
             .conn()
             .await
             .query(&ctx.stmt(
-                "SELECT id AS id, (args->>'order_id')::bigint AS order_id FROM {schema}.pgmill_job",
+                "SELECT id AS id, (args->>'order_id')::bigint AS order_id FROM {schema}.pgmill_job_all",
             ))
             .await
             .unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].get::<i64>("id").unwrap(), inserted.id.0);
         assert_eq!(rows[0].get::<i64>("order_id").unwrap(), 1);
+    }
+
+    /// `Inserter::insert_bulk_blocking`, the blocking counterpart of `insert_bulk`, in the
+    /// application's diesel transaction: due jobs over several statements (5,000 jobs each),
+    /// scheduled jobs and unique jobs (duplicates among themselves and of a job already in the
+    /// table) are inserted on commit, each once; it returns how many it inserted (not the
+    /// duplicates); a listener hears of the due queue when the transaction commits; a rolled-back
+    /// bulk insert leaves nothing and announces nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn insert_bulk_blocking_inserts_with_the_apps_transaction() {
+        use pgmill::driver::{Listener, ListenerEvent};
+        use pgmill::{InsertOpts, InsertParams, UniqueOpts};
+        use pgmill_drivertest::scripted::Task;
+
+        let ctx = TestContext::<DieselDriver>::migrated::<Harness>().await;
+        let inserter = pgmill::Inserter::new(ctx.schema.clone());
+        let unique = |n| {
+            InsertParams::from_args(
+                &Task { n },
+                Some(InsertOpts::new().unique(UniqueOpts::new().by_args())),
+            )
+            .unwrap()
+        };
+        inserter
+            .insert_many(&mut ctx.conn().await, &[unique(1_000_001)])
+            .await
+            .unwrap();
+        let mut listener = ctx.driver.listener().await.unwrap();
+        let (inserts, marker) = (
+            ctx.schema.channel("pgmill_insert"),
+            ctx.schema.channel("marker"),
+        );
+        listener.listen(&inserts).await.unwrap();
+        listener.listen(&marker).await.unwrap();
+
+        let mut params: Vec<InsertParams> = (0..12_000)
+            .map(|n| InsertParams::from_args(&Task { n }, None).unwrap())
+            .collect();
+        let later = InsertOpts::new().schedule_in(chrono::TimeDelta::hours(1));
+        params.extend(
+            (20_000..20_010)
+                .map(|n| InsertParams::from_args(&Task { n }, Some(later.clone())).unwrap()),
+        );
+        params.extend(
+            [1_000_001, 1_000_002, 1_000_002, 1_000_003, 1_000_001]
+                .into_iter()
+                .map(unique),
+        );
+        let rolled_back: Vec<InsertParams> = (30_000..30_100)
+            .map(|n| InsertParams::from_args(&Task { n }, None).unwrap())
+            .collect();
+        let (url, bulk) = (ctx.url.clone(), inserter.clone());
+        let (inserted, rolled) = blocking(move || {
+            let mut conn = PgConnection::establish(&url).unwrap();
+            let inserted = conn
+                .transaction::<_, super::HostError, _>(|conn| {
+                    Ok(bulk.insert_bulk_blocking(&mut conn.pgmill(), &params)?)
+                })
+                .unwrap();
+            let rolled = conn.transaction(|conn| {
+                bulk.insert_bulk_blocking(&mut conn.pgmill(), &rolled_back)?;
+                Err::<(), _>(super::HostError::RollBack)
+            });
+            (inserted, rolled)
+        })
+        .await
+        .unwrap();
+        assert!(matches!(rolled, Err(super::HostError::RollBack)));
+        assert_eq!(
+            inserted,
+            12_000 + 10 + 2,
+            "every due and scheduled job, and the unique jobs without a duplicate"
+        );
+
+        let rows = ctx
+            .conn()
+            .await
+            .query(&ctx.stmt(
+                "SELECT state::text AS state, count(*) AS jobs, \
+                        count(DISTINCT (args->>'n')::bigint) AS distinct_n \
+                 FROM {schema}.pgmill_job_all GROUP BY state ORDER BY state",
+            ))
+            .await
+            .unwrap();
+        let by_state: Vec<(String, i64, i64)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.get("state").unwrap(),
+                    r.get("jobs").unwrap(),
+                    r.get("distinct_n").unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            by_state,
+            [
+                ("available".to_owned(), 12_003, 12_003),
+                ("scheduled".to_owned(), 10, 10)
+            ],
+            "each job once, nothing of the rolled-back insert"
+        );
+
+        // The committed insert announced the due queue; the rolled-back one nothing.
+        ctx.conn()
+            .await
+            .execute(&Statement::new("SELECT pg_notify($1::text, 'end') AS sent").bind(marker))
+            .await
+            .unwrap();
+        let mut payloads = Vec::new();
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(20), listener.next_event())
+                .await
+                .expect("the marker arrives")
+                .unwrap();
+            match event {
+                ListenerEvent::Notification(n) if n.channel == inserts => payloads.push(n.payload),
+                ListenerEvent::Notification(_) => break,
+                other => panic!("not a notification: {other:?}"),
+            }
+        }
+        assert_eq!(payloads, ["default"], "one notification, at the commit");
+    }
+
+    /// A worker that completes its job in its own diesel transaction with
+    /// `Job::complete_in_blocking` (the blocking counterpart of `complete_in`), beside a row of
+    /// its own, as `n` says: committed (0, 2, 4), rolled back (1), committed and then failing (3),
+    /// or after the attempt moved on inside the transaction (5).
+    struct BlockingCompletion {
+        url: String,
+        table: String,
+        returned: std::sync::Arc<std::sync::Mutex<Vec<(i64, bool)>>>,
+    }
+
+    impl pgmill::Worker<pgmill_drivertest::scripted::Task> for BlockingCompletion {
+        async fn work(
+            &self,
+            job: &pgmill::Job<pgmill_drivertest::scripted::Task>,
+        ) -> Result<(), pgmill::JobError> {
+            let n = job.args.n;
+            let outcome = tokio::task::block_in_place(|| {
+                let mut conn =
+                    PgConnection::establish(&self.url).map_err(pgmill::JobError::retry)?;
+                conn.transaction(|conn| {
+                    conn.pgmill().execute(
+                        &Statement::new(format!("INSERT INTO {} VALUES ($1::bigint)", self.table))
+                            .bind(n),
+                    )?;
+                    if n == 5 {
+                        // The attempt is no longer the job's: nothing to complete.
+                        conn.pgmill().execute(
+                            &Statement::new(format!(
+                                "UPDATE {} SET attempt = attempt + 1 WHERE id = $1::bigint",
+                                self.table.replace(".side", ".pgmill_job")
+                            ))
+                            .bind(job.id().0),
+                        )?;
+                    }
+                    let done = job.complete_in_blocking(&mut conn.pgmill())?;
+                    self.returned.lock().unwrap().push((n, done));
+                    if n == 1 || n == 5 {
+                        Err(super::HostError::RollBack)
+                    } else {
+                        Ok(())
+                    }
+                })
+                .or_else(|e| match e {
+                    super::HostError::RollBack => Ok(()),
+                    other => Err(pgmill::JobError::retry(format!("{other:?}"))),
+                })
+            });
+            outcome?;
+            match n {
+                1 => Err(pgmill::JobError::discard("rolled back")),
+                3 => Err(pgmill::JobError::discard(
+                    "failing after the commit changes nothing",
+                )),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    /// `Job::complete_in_blocking` completes the job exactly when the worker's diesel
+    /// transaction commits: committed, the job is completed with the worker's row and the engine
+    /// records nothing more (not even the worker's later failure, which it finds superseded);
+    /// rolled back, neither the row nor the completion remain and the engine records the worker's
+    /// outcome; when the attempt is no longer the job's, it returns false and changes nothing.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn complete_in_blocking_completes_with_the_workers_transaction() {
+        use pgmill::JobState;
+        use pgmill_drivertest::scripted::{Task, count_in, test_client, wait_for};
+
+        let ctx = TestContext::<DieselDriver>::migrated::<Harness>().await;
+        ctx.script(
+            &ctx.schema
+                .render("CREATE TABLE {schema}.side (n bigint PRIMARY KEY)"),
+        )
+        .await;
+        let returned = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let client = test_client(&ctx)
+            .queue("default", 2)
+            .worker(BlockingCompletion {
+                url: ctx.url.clone(),
+                table: ctx.schema.render("{schema}.side"),
+                returned: std::sync::Arc::clone(&returned),
+            })
+            .build()
+            .unwrap();
+        client.start().await.unwrap();
+        for n in 0..6 {
+            client.insert(Task { n }).await.unwrap();
+        }
+        wait_for("every job finished", async || {
+            count_in(&ctx, JobState::Completed).await + count_in(&ctx, JobState::Discarded).await
+                == 6
+        })
+        .await;
+        client.stop().await;
+        let mut returned = returned.lock().unwrap().clone();
+        returned.sort_unstable();
+        assert_eq!(
+            returned,
+            [
+                (0, true),
+                (1, true),
+                (2, true),
+                (3, true),
+                (4, true),
+                (5, false)
+            ]
+        );
+        let side: Vec<i64> = ctx
+            .conn()
+            .await
+            .query(&ctx.stmt("SELECT n FROM {schema}.side ORDER BY n"))
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get("n").unwrap())
+            .collect();
+        assert_eq!(side, [0, 2, 3, 4], "the committed transactions' rows");
+        let discarded: Vec<i64> = ctx
+            .conn()
+            .await
+            .query(&ctx.stmt(
+                "SELECT (args->>'n')::bigint AS n FROM {schema}.pgmill_job_all \
+                 WHERE state = 'discarded'",
+            ))
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get("n").unwrap())
+            .collect();
+        assert_eq!(
+            discarded,
+            [1],
+            "only the job whose completion rolled back ends with the worker's failure"
+        );
+        assert_eq!(
+            client.stats().superseded_results,
+            1,
+            "only job 3's failure, after its completion committed, was superseded"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

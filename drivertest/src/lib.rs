@@ -26,7 +26,6 @@
 pub mod cases;
 mod context;
 pub mod doomed;
-mod eventually;
 mod harness;
 pub mod log_capture;
 pub mod metrics_probe;
@@ -35,7 +34,6 @@ pub mod prepared;
 pub mod scripted;
 
 pub use context::{TestContext, migrated};
-pub use eventually::eventually;
 pub use harness::{Harness, HostDone, HostWork, harness_error};
 pub use pgmill_testdb as testdb;
 pub use pooler::{PollOnly, pgbouncer_url};
@@ -88,6 +86,11 @@ macro_rules! __pooler_cases {
                 retry_then_success, attempts_exhausted_are_discarded_with_every_error,
                 snooze_runs_again_without_using_an_attempt, timeout_drops_the_work_and_is_recorded,
                 completion_inside_the_worker_transaction,
+            }
+            storage {
+                finished_jobs_leave_the_job_table,
+                dead_letter_redrive_keeps_the_job_and_reports_conflicts,
+                expired_history_slots_are_truncated_and_younger_ones_kept,
             }
             client_insert {
                 rolled_back_host_insert_never_runs, committed_host_insert_runs_once,
@@ -212,6 +215,7 @@ macro_rules! __conformance_cases {
             client_health {
                 health_follows_the_client_from_start_to_stop,
                 health_of_poll_only_and_insert_only_clients,
+                readiness_fails_on_each_missing_part,
             }
             client_tracing {
                 worker_lines_carry_the_job_span_fields,
@@ -390,6 +394,15 @@ macro_rules! __conformance_cases {
                 notifications_arrive_in_order,
                 reconnects_after_backend_terminated_and_reports_it,
                 reconnect_is_reported_even_when_next_event_is_cancelled_midway,
+            }
+            storage {
+                finished_jobs_leave_the_job_table,
+                a_unique_job_keeping_its_key_stays_in_the_job_table,
+                retry_brings_a_finished_job_back_under_its_id,
+                dead_letter_redrive_keeps_the_job_and_reports_conflicts,
+                expired_history_slots_are_truncated_and_younger_ones_kept,
+                the_vacuum_horizon_names_who_holds_it,
+                version_9_applies_under_running_clients_and_reverts_losing_nothing,
             }
             migrator {
                 up_creates_every_table, up_again_is_a_no_op,

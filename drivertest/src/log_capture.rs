@@ -1,8 +1,8 @@
 //! The suite's tracing subscriber: captures what happens inside the `pgmill.job` spans of queues
 //! named by [`capture_queue`], so cases can check the fields on a worker's log lines; keeps the
 //! engine's own spans (`pgmill.claim`, ...) with the fields of the service spans around them
-//! ([`engine_spans`]); and prints everything else when `RUST_LOG` is set (e.g.
-//! `RUST_LOG=pgmill=debug`).
+//! ([`engine_spans`]), and the events logged in those ([`engine_events`]); and prints everything
+//! else when `RUST_LOG` is set (e.g. `RUST_LOG=pgmill=debug`).
 //!
 //! A test binary has one global subscriber, shared by cases running in parallel: each case
 //! captures only the spans of its own queue (named after its schema).
@@ -46,12 +46,16 @@ struct Store {
     closed: Vec<Fields>,
     /// Engine spans that closed: the name, and every field they and their ancestors recorded.
     engine: Vec<(String, Fields)>,
+    /// Events logged outside job spans, in engine or service spans: their own fields and their
+    /// spans' (their own win).
+    engine_events: Vec<Fields>,
 }
 
 static STORE: Mutex<Store> = Mutex::new(Store {
     events: Vec::new(),
     closed: Vec::new(),
     engine: Vec::new(),
+    engine_events: Vec::new(),
 });
 
 /// The engine's spans of a step that costs time.
@@ -88,6 +92,22 @@ pub fn engine_spans(name: &str, key: &str, value: &str) -> Vec<Fields> {
         .iter()
         .filter(|(n, f)| n == name && f.get(key).map(String::as_str) == Some(value))
         .map(|(_, f)| f.clone())
+        .collect()
+}
+
+/// The events with the message `message` logged outside job spans, in engine or service spans
+/// (a `notifier`'s, a `producer`'s, ...) whose fields include `key = value` (watched with
+/// [`watch_engine_spans`]): each with its own fields and its spans'.
+pub fn engine_events(message: &str, key: &str, value: &str) -> Vec<Fields> {
+    let store = STORE.lock().unwrap_or_else(|p| p.into_inner());
+    store
+        .engine_events
+        .iter()
+        .filter(|f| {
+            f.get("message").map(String::as_str) == Some(message)
+                && f.get(key).map(String::as_str) == Some(value)
+        })
+        .cloned()
         .collect()
 }
 
@@ -177,10 +197,29 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CaptureLayer {
         let Some(scope) = ctx.event_scope(event) else {
             return;
         };
-        let Some(span) = scope
-            .into_iter()
+        let spans: Vec<_> = scope.from_root().collect();
+        let Some(span) = spans
+            .iter()
+            .rev()
             .find_map(|s| s.extensions().get::<JobSpanFields>().map(|f| f.0.clone()))
         else {
+            // Outside job spans: kept when its spans' fields include a watched value.
+            let mut fields = Fields::new();
+            for s in &spans {
+                if let Some(f) = s.extensions().get::<EngineSpanFields>() {
+                    fields.extend(f.0.clone());
+                }
+            }
+            let watched = WATCHED.lock().unwrap_or_else(|p| p.into_inner());
+            if fields.values().any(|v| watched.contains(v)) {
+                drop(watched);
+                event.record(&mut FieldVisitor(&mut fields));
+                STORE
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .engine_events
+                    .push(fields);
+            }
             return;
         };
         let mut fields = Fields::new();

@@ -13,9 +13,15 @@ use crate::testdb::{self, PgBouncer};
 ///
 /// # Panics
 ///
-/// When PgBouncer is not installed or does not start; the message says why.
+/// When PgBouncer is not installed (at once, before the test database is started, with one line:
+/// `pgbouncer not found: install it (Debian/Ubuntu: apt-get install pgbouncer)`) or does not
+/// start; the message says why.
+#[track_caller]
 pub fn pgbouncer_url() -> String {
     static BOUNCER: OnceLock<PgBouncer> = OnceLock::new();
+    // Each pooler case calls this first (its harness's url()): without PgBouncer, every one of
+    // them fails here at once, naming what to install.
+    testdb::require_program("pgbouncer");
     BOUNCER
         .get_or_init(|| {
             PgBouncer::start(&testdb::url()).unwrap_or_else(|e| panic!("PgBouncer: {e}"))

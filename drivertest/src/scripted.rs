@@ -125,13 +125,26 @@ pub fn test_client<D: Driver>(ctx: &TestContext<D>) -> ClientBuilder<D> {
 }
 
 /// How many jobs are in each state.
+///
+/// Counts every job wherever it is (the job table, the history, the dead-letter queue), or, in a
+/// schema migrated to an older version that keeps every job in the job table, that table's.
 pub async fn state_counts<D: Driver>(ctx: &TestContext<D>) -> HashMap<JobState, i64> {
-    let rows = ctx
-        .conn()
-        .await
-        .query(&Statement::new(ctx.schema.render(
-            "SELECT state::text AS state, count(*) AS n FROM {schema}.pgmill_job GROUP BY 1",
+    let mut conn = ctx.conn().await;
+    let has_all: bool = conn
+        .query_scalar(&Statement::new(ctx.schema.render(
+            "SELECT to_regclass('{schema}.pgmill_job_all') IS NOT NULL AS v",
         )))
+        .await
+        .expect("look for pgmill_job_all");
+    let table = if has_all {
+        "pgmill_job_all"
+    } else {
+        "pgmill_job"
+    };
+    let rows = conn
+        .query(&Statement::new(ctx.schema.render(&format!(
+            "SELECT state::text AS state, count(*) AS n FROM {{schema}}.{table} GROUP BY 1"
+        ))))
         .await
         .expect("count states");
     rows.iter()
@@ -151,7 +164,7 @@ pub async fn count_in<D: Driver>(ctx: &TestContext<D>, state: JobState) -> i64 {
 
 /// Waits up to 60 s for `check`, panicking with `what` if it never holds.
 pub async fn wait_for(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    if !crate::eventually(Duration::from_secs(60), async || check().await).await {
+    if !crate::testdb::eventually(Duration::from_secs(60), async || check().await).await {
         panic!("timed out waiting for: {what}");
     }
 }

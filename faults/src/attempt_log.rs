@@ -1,6 +1,13 @@
 //! The side tables the fault workers and the harness write next to pgmill's own: every attempt a
-//! worker starts and finishes, the faults injected, the jobs a process held when it was hit, and
-//! each worker's figures at a clean exit.
+//! worker starts and finishes, the faults injected, the jobs a process held when it was hit,
+//! each worker's figures at a clean exit, and the trace of the run.
+//!
+//! The trace (`fault_trace`) is written by triggers this script installs on the test schema's job
+//! and lease tables (never by pgmill's migrations): every change of a job's state, attempt or
+//! fencing token, and every change of the lease, numbered by one sequence (`fault_seq`) that also
+//! numbers the workers' attempt starts and finishes. Changes of one row are serialised by its
+//! row lock, so their numbers follow their commit order. [`crate::Report`] replays the trace
+//! through the models' statement functions (`pgmill_models::trace`).
 
 use chrono::{DateTime, Utc};
 use pgmill::Schema;
@@ -8,6 +15,8 @@ use pgmill::driver::Statement;
 
 /// The tables, created in the test's schema after pgmill's migrations.
 const CREATE: &str = "
+CREATE SEQUENCE {schema}.fault_seq;
+
 CREATE TABLE {schema}.fault_attempt (
     run_id text PRIMARY KEY,
     job_id bigint NOT NULL,
@@ -17,7 +26,9 @@ CREATE TABLE {schema}.fault_attempt (
     client_id text NOT NULL,
     pid integer NOT NULL,
     started_at timestamptz NOT NULL DEFAULT now(),
-    finished_at timestamptz
+    finished_at timestamptz,
+    start_seq bigint NOT NULL DEFAULT nextval('{schema}.fault_seq'),
+    finish_seq bigint
 );
 CREATE INDEX fault_attempt_job_idx ON {schema}.fault_attempt (job_id, attempted_at);
 
@@ -35,6 +46,77 @@ CREATE TABLE {schema}.fault_held (
     job_id bigint NOT NULL,
     PRIMARY KEY (event_id, job_id)
 );
+
+CREATE TABLE {schema}.fault_trace (
+    seq bigint PRIMARY KEY DEFAULT nextval('{schema}.fault_seq'),
+    at timestamptz NOT NULL DEFAULT now(),
+    source text NOT NULL,
+    job_id bigint,
+    old_state text,
+    old_attempt integer,
+    old_max_attempts integer,
+    old_token bigint,
+    old_owner text,
+    old_attempted_at timestamptz,
+    new_state text,
+    new_attempt integer,
+    new_max_attempts integer,
+    new_token bigint,
+    new_owner text,
+    new_attempted_at timestamptz,
+    created_at timestamptz,
+    reason text,
+    old_leader text,
+    old_elected_at timestamptz,
+    old_expires_at timestamptz,
+    new_leader text,
+    new_elected_at timestamptz,
+    new_expires_at timestamptz
+);
+
+CREATE FUNCTION {schema}.fault_trace_job() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {schema}.fault_trace (source, job_id,
+        old_state, old_attempt, old_max_attempts, old_token, old_owner, old_attempted_at,
+        new_state, new_attempt, new_max_attempts, new_token, new_owner, new_attempted_at,
+        created_at, reason)
+    VALUES ('job', NEW.id,
+        OLD.state::text, OLD.attempt, OLD.max_attempts, OLD.claim_token,
+        OLD.attempted_by[cardinality(OLD.attempted_by)], OLD.attempted_at,
+        NEW.state::text, NEW.attempt, NEW.max_attempts, NEW.claim_token,
+        NEW.attempted_by[cardinality(NEW.attempted_by)], NEW.attempted_at,
+        NEW.created_at,
+        CASE WHEN cardinality(NEW.errors) > cardinality(OLD.errors)
+            THEN NEW.errors[cardinality(NEW.errors)]->>'error' END);
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER fault_trace_job AFTER UPDATE ON {schema}.pgmill_job FOR EACH ROW
+    WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.attempt IS DISTINCT FROM NEW.attempt
+        OR OLD.claim_token IS DISTINCT FROM NEW.claim_token)
+    EXECUTE FUNCTION {schema}.fault_trace_job();
+
+CREATE FUNCTION {schema}.fault_trace_lease() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO {schema}.fault_trace (source, new_leader, new_elected_at, new_expires_at)
+        VALUES ('lease', NEW.leader_id, NEW.elected_at, NEW.expires_at);
+    ELSIF TG_OP = 'UPDATE' THEN
+        INSERT INTO {schema}.fault_trace (source, old_leader, old_elected_at, old_expires_at,
+            new_leader, new_elected_at, new_expires_at)
+        VALUES ('lease', OLD.leader_id, OLD.elected_at, OLD.expires_at,
+            NEW.leader_id, NEW.elected_at, NEW.expires_at);
+    ELSE
+        INSERT INTO {schema}.fault_trace (source, old_leader, old_elected_at, old_expires_at)
+        VALUES ('lease', OLD.leader_id, OLD.elected_at, OLD.expires_at);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER fault_trace_lease AFTER INSERT OR UPDATE OR DELETE ON {schema}.pgmill_leader
+    FOR EACH ROW EXECUTE FUNCTION {schema}.fault_trace_lease();
 
 CREATE TABLE {schema}.fault_exit (
     client_id text PRIMARY KEY,
@@ -91,7 +173,8 @@ impl AttemptStart {
 /// The statement recording that run `run_id` finished its work (before its outcome is sent).
 pub fn finished(schema: &Schema, run_id: &str) -> Statement {
     Statement::new(schema.render(
-        "UPDATE {schema}.fault_attempt SET finished_at = now() \
+        "UPDATE {schema}.fault_attempt \
+         SET finished_at = now(), finish_seq = nextval('{schema}.fault_seq') \
          WHERE run_id = $1::text AND finished_at IS NULL",
     ))
     .bind(run_id)

@@ -4,6 +4,9 @@
 use std::fmt;
 use std::process::ExitStatus;
 
+use pgmill_models::trace::{self, Event, JobImage, LeaseImage, TraceReport};
+use tokio_postgres::Row;
+
 use crate::driver_kind::DriverKind;
 use crate::error::Error;
 use crate::plan::RESCUE_BOUND;
@@ -98,6 +101,8 @@ pub struct Report {
     pub stops: Vec<(String, Option<ExitStatus>, f64)>,
     /// The last lines of every worker's log.
     pub log_tails: Vec<(String, String)>,
+    /// The run's recorded trace, replayed through the models' statement functions.
+    pub trace: TraceReport,
 }
 
 impl Report {
@@ -105,7 +110,7 @@ impl Report {
     pub(crate) async fn gather(probe: &mut Probe, mut report: Report) -> Result<Report, Error> {
         let rows = probe
             .query(
-                "SELECT state::text AS state, count(*) AS n FROM {schema}.pgmill_job \
+                "SELECT state::text AS state, count(*) AS n FROM {schema}.pgmill_job_all \
                  GROUP BY 1 ORDER BY 1",
                 &[],
             )
@@ -115,14 +120,14 @@ impl Report {
         report.lost = probe
             .count(
                 "SELECT count(*) FROM generate_series(0::bigint, $1::bigint - 1) AS g(n) \
-                 WHERE NOT EXISTS (SELECT 1 FROM {schema}.pgmill_job j \
+                 WHERE NOT EXISTS (SELECT 1 FROM {schema}.pgmill_job_all j \
                  WHERE j.kind = 'fault_job' AND (j.args->>'n')::bigint = g.n)",
                 &[&inserted],
             )
             .await?;
         report.never_run = probe
             .count(
-                "SELECT count(*) FROM {schema}.pgmill_job j WHERE NOT EXISTS \
+                "SELECT count(*) FROM {schema}.pgmill_job_all j WHERE NOT EXISTS \
                  (SELECT 1 FROM {schema}.fault_attempt a WHERE a.job_id = j.id)",
                 &[],
             )
@@ -146,7 +151,7 @@ impl Report {
             .await?;
         report.errored_attempts = probe
             .count(
-                "SELECT coalesce(sum(cardinality(errors)), 0)::bigint FROM {schema}.pgmill_job",
+                "SELECT coalesce(sum(cardinality(errors)), 0)::bigint FROM {schema}.pgmill_job_all",
                 &[],
             )
             .await?;
@@ -169,7 +174,7 @@ impl Report {
         // instead shows as a latest claim still working, or never finishing, at finalization.
         report.stale_outcomes = probe
             .count(
-                "SELECT count(*) FROM {schema}.pgmill_job j
+                "SELECT count(*) FROM {schema}.pgmill_job_all j
                  CROSS JOIN LATERAL (
                      SELECT a.finished_at FROM {schema}.fault_attempt a
                      WHERE a.job_id = j.id
@@ -226,7 +231,7 @@ impl Report {
                      SELECT min(a.started_at) AS first_start FROM {schema}.fault_attempt a
                      WHERE a.job_id = h.job_id AND a.attempted_at > e.at
                  ) AS r ON true
-                 LEFT JOIN {schema}.pgmill_job j ON j.id = h.job_id
+                 LEFT JOIN {schema}.pgmill_job_all j ON j.id = h.job_id
                  LEFT JOIN LATERAL (
                      SELECT min((err->>'at')::timestamptz) AS first_rescue,
                          count(*) AS rescues
@@ -240,6 +245,7 @@ impl Report {
                 &[],
             )
             .await?;
+        report.trace = gather_trace(probe).await?;
         report.faults = rows
             .iter()
             .map(|r| FaultFigures {
@@ -302,6 +308,31 @@ impl Report {
                 self.stale_outcomes
             ));
         }
+        let t = &self.trace;
+        for (what, n) in [
+            ("claims", t.claims),
+            ("outcomes", t.outcomes),
+            ("rescues", t.rescues),
+            ("terms", t.terms),
+        ] {
+            if n == 0 {
+                v.push(format!(
+                    "the trace recorded no {what}: the recorder missed the run"
+                ));
+            }
+        }
+        if !t.violations.is_empty() {
+            v.push(format!(
+                "{} recorded steps are not behaviours the models allow, first: {}",
+                t.violations.len(),
+                t.violations
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
         let bound = RESCUE_BOUND.as_secs_f64();
         for f in self.faults.iter().filter(|f| f.bounded) {
             if f.rescue_s.2 > bound {
@@ -362,6 +393,25 @@ impl fmt::Display for Report {
             self.stale_outcomes,
             self.stale_work,
             self.superseded
+        )?;
+        let t = &self.trace;
+        writeln!(
+            f,
+            "  trace replayed through the models: claims {}, outcomes {}, rescues {}, releases {}, \
+             re-asserts {}, scheduled {}, attempts {}; lease terms {} ({} before expiry), renewals \
+             {}, resignations {}; steps the models do not allow {}",
+            t.claims,
+            t.outcomes,
+            t.rescues,
+            t.releases,
+            t.reasserts,
+            t.schedules,
+            t.attempts,
+            t.terms,
+            t.early_takeovers,
+            t.renewals,
+            t.resignations,
+            t.violations.len()
         )?;
         for x in &self.faults {
             writeln!(
@@ -426,4 +476,83 @@ impl fmt::Display for Report {
         }
         Ok(())
     }
+}
+
+/// Reads the run's trace and the workers' attempts, and replays them through the models.
+async fn gather_trace(probe: &mut Probe) -> Result<TraceReport, Error> {
+    const US: &str = "* 1000000)::bigint";
+    let sql = format!(
+        "SELECT seq, source, job_id, old_state, old_attempt, old_max_attempts, old_token, \
+         old_owner, (extract(epoch FROM old_attempted_at) {US} AS old_attempted_at, \
+         new_state, new_attempt, new_max_attempts, new_token, new_owner, \
+         (extract(epoch FROM new_attempted_at) {US} AS new_attempted_at, \
+         (extract(epoch FROM created_at) {US} AS created_at, reason, \
+         (extract(epoch FROM at) {US} AS at, \
+         old_leader, (extract(epoch FROM old_elected_at) {US} AS old_elected_at, \
+         (extract(epoch FROM old_expires_at) {US} AS old_expires_at, \
+         new_leader, (extract(epoch FROM new_elected_at) {US} AS new_elected_at, \
+         (extract(epoch FROM new_expires_at) {US} AS new_expires_at \
+         FROM {{schema}}.fault_trace"
+    );
+    let rows = probe.query(&sql, &[]).await?;
+    let mut events: Vec<Event> = rows.iter().filter_map(trace_event).collect();
+    let attempts = probe
+        .query(
+            "SELECT job_id, claim_token, start_seq, finish_seq FROM {schema}.fault_attempt",
+            &[],
+        )
+        .await?;
+    for a in &attempts {
+        let job: i64 = a.get("job_id");
+        let token: Option<i64> = a.get("claim_token");
+        events.push(Event::AttemptStart {
+            seq: a.get("start_seq"),
+            job,
+            token,
+        });
+        if let Some(seq) = a.get::<_, Option<i64>>("finish_seq") {
+            events.push(Event::AttemptFinish { seq, job, token });
+        }
+    }
+    Ok(trace::check(&mut events))
+}
+
+fn job_image(r: &Row, side: &str) -> Option<JobImage> {
+    Some(JobImage {
+        state: r.get::<_, Option<String>>(format!("{side}_state").as_str())?,
+        attempt: r.get(format!("{side}_attempt").as_str()),
+        max_attempts: r.get(format!("{side}_max_attempts").as_str()),
+        token: r.get(format!("{side}_token").as_str()),
+        owner: r.get(format!("{side}_owner").as_str()),
+        attempted_at: r.get(format!("{side}_attempted_at").as_str()),
+        created_at: r.get("created_at"),
+    })
+}
+
+fn lease_image(r: &Row, side: &str) -> Option<LeaseImage> {
+    Some(LeaseImage {
+        leader: r.get::<_, Option<String>>(format!("{side}_leader").as_str())?,
+        elected_at: r.get(format!("{side}_elected_at").as_str()),
+        expires_at: r.get(format!("{side}_expires_at").as_str()),
+    })
+}
+
+fn trace_event(r: &Row) -> Option<Event> {
+    let seq: i64 = r.get("seq");
+    let source: String = r.get("source");
+    if source == "lease" {
+        return Some(Event::Lease {
+            seq,
+            at: r.get("at"),
+            old: lease_image(r, "old"),
+            new: lease_image(r, "new"),
+        });
+    }
+    Some(Event::Job {
+        seq,
+        job: r.get("job_id"),
+        old: job_image(r, "old")?,
+        new: job_image(r, "new")?,
+        reason: r.get("reason"),
+    })
 }

@@ -156,6 +156,7 @@ impl Run<'_> {
             exits: Vec::new(),
             stops: Vec::new(),
             log_tails: Vec::new(),
+            trace: Default::default(),
         };
         self.started = Instant::now();
         self.probe.record("start", None, true).await?;
@@ -180,7 +181,7 @@ impl Run<'_> {
             let unfinished = self
                 .probe
                 .count(
-                    "SELECT count(*) FROM {schema}.pgmill_job \
+                    "SELECT count(*) FROM {schema}.pgmill_job_all \
                      WHERE state NOT IN ('completed', 'cancelled', 'discarded')",
                     &[],
                 )

@@ -45,6 +45,7 @@ migrations! {
     6 => "006_validate_queue_name_check",
     7 => "007_job_row_rules_in_one_check",
     8 => "008_validate_job_row_rules",
+    9 => "009_finished_jobs_leave_the_job_table",
     10 => "010_queue_stat",
 }
 

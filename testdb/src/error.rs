@@ -11,12 +11,19 @@ pub enum Error {
          with `pg_config --bindir` and under /usr/lib/postgresql/*/bin)"
     )]
     NotInstalled,
-    /// No `pgbouncer` binary was found (on `PATH` or in `/usr/sbin`).
-    #[error(
-        "no PgBouncer for the pooler tests: install it (the Debian package `pgbouncer`; `.ci/run` \
-         installs it when missing)"
-    )]
-    PgBouncerNotInstalled,
+    /// A program some tests need besides PostgreSQL (`pgbouncer`, `chromium`, `chromedriver`)
+    /// was not found ([`find_program`](crate::find_program)); the message is one line naming it
+    /// and, when known, the command that installs it.
+    #[error("{program} not found{looked_in}: install it{}", install_hint(*.install))]
+    ProgramNotFound {
+        /// The program's name, e.g. `pgbouncer`.
+        program: String,
+        /// Where it was looked for, when an environment variable named the path, e.g.
+        /// ` at /nonexistent (PGMILL_TEST_PGBOUNCER)`; empty after a search of `PATH`.
+        looked_in: String,
+        /// The command installing it on Debian and Ubuntu, when known.
+        install: Option<&'static str>,
+    },
     /// A PostgreSQL program (`initdb`, `pg_ctl`) or a system command failed.
     #[error("{program} failed: {message}")]
     Command {
@@ -33,6 +40,10 @@ pub enum Error {
         /// The operating system's message.
         message: String,
     },
+}
+
+fn install_hint(install: Option<&str>) -> String {
+    install.map_or_else(String::new, |c| format!(" (Debian/Ubuntu: {c})"))
 }
 
 impl Error {

@@ -11,9 +11,19 @@
 //! [`PgBouncer`] starts a private PgBouncer in transaction mode in front of a database, for the
 //! tests that run pgmill behind a pooler.
 //!
+//! A test that needs a program besides PostgreSQL (`pgbouncer`, or `chromium` and `chromedriver`
+//! for a browser) calls [`require_program`] first: on a machine without it, the test fails at
+//! once with one line naming the program and its install command, e.g.
+//! `pgbouncer not found: install it (Debian/Ubuntu: apt-get install pgbouncer)`. The variable
+//! `PGMILL_TEST_<NAME>` (`PGMILL_TEST_PGBOUNCER`, `PGMILL_TEST_CHROMIUM`,
+//! `PGMILL_TEST_CHROMEDRIVER`) gives a program's path instead of searching `PATH`; a path that
+//! does not exist shows what such a machine reports.
+//!
 //! For failover tests, [`Cluster::start_replica`] starts a streaming replica of a cluster
 //! (promoted with [`Cluster::promote`]), and a [`Forwarder`] gives clients one address whose
 //! target can be switched from the old primary to the promoted replica.
+//!
+//! [`eventually`] waits for a condition (a row written, a job done) instead of for a time.
 //!
 //! Give each test its own schema ([`fresh_schema_name`]); with `DATABASE_URL` the watchdog drops
 //! the process's schemas at the end, so nothing is left behind. Tests that restart or kill
@@ -43,12 +53,16 @@
 mod after_exit;
 mod cluster;
 mod error;
+mod eventually;
 mod forwarder;
 mod pgbouncer;
+mod program;
 mod shared;
 
 pub use cluster::Cluster;
 pub use error::Error;
+pub use eventually::eventually;
 pub use forwarder::Forwarder;
 pub use pgbouncer::PgBouncer;
+pub use program::{find_program, require_program};
 pub use shared::{DATABASE_URL, TEST_SCHEMA_PREFIX, fresh_schema_name, try_url, url};

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::after_exit::{sh_quote, spawn_after_exit};
 use crate::error::Error;
+use crate::program::find_program;
 
 /// A PgBouncer in `pool_mode = transaction` on a free port of 127.0.0.1, in front of one
 /// database; stopped and its directory deleted on drop (or by its watchdog if the process dies
@@ -35,9 +36,6 @@ pub struct PgBouncer {
     url: String,
 }
 
-/// Where `pgbouncer` is looked for besides `PATH` (the Debian package installs it in `/usr/sbin`).
-const SBIN: &str = "/usr/sbin/pgbouncer";
-
 /// How long PgBouncer gets to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -48,11 +46,12 @@ impl PgBouncer {
     ///
     /// # Errors
     ///
-    /// [`Error::PgBouncerNotInstalled`] when no `pgbouncer` binary is found; otherwise why it did
-    /// not start (its log's last lines).
+    /// [`Error::ProgramNotFound`] when no `pgbouncer` binary is found (looked for as
+    /// [`require_program`](crate::require_program) does, before anything else is done); otherwise
+    /// why it did not start (its log's last lines).
     pub fn start(upstream: &str) -> Result<PgBouncer, Error> {
+        let program = find_program("pgbouncer")?;
         let upstream = Upstream::parse(upstream)?;
-        let program = find_pgbouncer()?;
         let dir = std::env::temp_dir().join(format!(
             "pgmill-pgbouncer-{}-{}",
             std::process::id(),
@@ -206,18 +205,6 @@ impl Upstream {
             },
         })
     }
-}
-
-fn find_pgbouncer() -> Result<PathBuf, Error> {
-    let on_path = std::env::var_os("PATH").into_iter().flat_map(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("pgbouncer"))
-            .collect::<Vec<_>>()
-    });
-    on_path
-        .chain(std::iter::once(PathBuf::from(SBIN)))
-        .find(|p| p.is_file())
-        .ok_or(Error::PgBouncerNotInstalled)
 }
 
 /// The uid and gid of the `postgres` user.

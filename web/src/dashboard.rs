@@ -152,6 +152,8 @@ impl<D: Driver> Dashboard<D> {
             .route("/queues/{action}", post(pages::overview::act::<D>))
             .route("/periodic", get(pages::periodic::page::<D>))
             .route("/periodic/{action}", post(pages::periodic::act::<D>))
+            .route("/dead", get(pages::dead::page::<D>))
+            .route("/dead/{action}", post(pages::dead::act::<D>))
             .route("/clients", get(pages::clients::page::<D>))
             .route(assets::STYLE_PATH, get(assets::style))
             .route(assets::SCRIPT_PATH, get(assets::script))

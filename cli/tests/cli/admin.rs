@@ -284,3 +284,57 @@ fn periodic_and_clients_commands() {
     );
     drop_schema(&schema);
 }
+
+#[test]
+fn dead_commands_list_redrive_and_purge_and_refuse_no_filter() {
+    let schema = fresh_schema_name();
+    ok(&schema, &["migrate", "up"]);
+    // Three dead jobs: two in `mail`, one in `bills`.
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_job_dead (id, queue, kind, args, metadata, priority, \
+         attempt, max_attempts, attempted_by, created_at, scheduled_at, finalized_at, errors, \
+         tags, dead_reason) \
+         SELECT g, CASE WHEN g < 3 THEN 'mail' ELSE 'bills' END, 'send', '{{}}', '{{}}', 1, 3, 3, \
+             '{{}}', now(), now(), now(), \
+             ARRAY[jsonb_build_object('attempt', 3, 'at', now(), 'error', 'boom ' || g, \
+                 'panic', false)], \
+             '{{}}', 'max_attempts' \
+         FROM generate_series(1, 3) AS g"
+    ));
+    let list = json(&schema, &["dead", "list"]);
+    assert_eq!(list.as_array().unwrap().len(), 3);
+    assert_eq!(list[0]["reason"], "max_attempts");
+    let table = ok(&schema, &["dead", "list", "--queue", "mail"]);
+    assert!(table.starts_with("ID") && table.contains("mail"), "{table}");
+    assert!(!table.contains("bills"), "{table}");
+
+    for action in ["redrive", "purge"] {
+        let refused = pgmill(&schema, &["dead", action]);
+        assert!(!refused.status.success(), "{action} without a filter");
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains("needs a filter"), "{err}");
+    }
+    assert_eq!(
+        json(&schema, &["dead", "list"]).as_array().unwrap().len(),
+        3
+    );
+
+    let redriven = json(&schema, &["dead", "redrive", "--queue", "mail"]);
+    assert_eq!(redriven, json!({"redriven": [1, 2], "conflicts": []}));
+    let back = sql(&format!(
+        "SELECT id, state::text AS state FROM \"{schema}\".pgmill_job ORDER BY id"
+    ));
+    let back: Vec<(i64, String)> = back.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(
+        back,
+        [(1, "available".to_owned()), (2, "available".to_owned())]
+    );
+    assert_eq!(
+        ok(&schema, &["dead", "purge", "--all"]).trim(),
+        "purged 1 dead job(s)"
+    );
+    assert_eq!(json(&schema, &["dead", "list"]), json!([]));
+    let horizon = json(&schema, &["dead", "horizon"]);
+    assert!(horizon["holders"].is_array(), "{horizon}");
+    drop_schema(&schema);
+}

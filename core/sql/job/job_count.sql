@@ -12,7 +12,7 @@
 -- $4: ids, or NULL
 WITH by_state AS (
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE j.state = 'available'
         AND ($1::text[] IS NOT NULL OR $2::text[] IS NOT NULL)
         AND ($1::text[] IS NULL OR 'available' = ANY($1::text[]))
@@ -21,7 +21,7 @@ WITH by_state AS (
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
     UNION ALL
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE j.state = 'scheduled'
         AND ($1::text[] IS NOT NULL OR $2::text[] IS NOT NULL)
         AND ($1::text[] IS NULL OR 'scheduled' = ANY($1::text[]))
@@ -30,7 +30,7 @@ WITH by_state AS (
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
     UNION ALL
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE j.state = 'pending'
         AND ($1::text[] IS NOT NULL OR $2::text[] IS NOT NULL)
         AND ($1::text[] IS NULL OR 'pending' = ANY($1::text[]))
@@ -39,7 +39,7 @@ WITH by_state AS (
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
     UNION ALL
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE j.state = 'running'
         AND ($1::text[] IS NOT NULL OR $2::text[] IS NOT NULL)
         AND ($1::text[] IS NULL OR 'running' = ANY($1::text[]))
@@ -48,7 +48,7 @@ WITH by_state AS (
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
     UNION ALL
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE j.state = 'retryable'
         AND ($1::text[] IS NOT NULL OR $2::text[] IS NOT NULL)
         AND ($1::text[] IS NULL OR 'retryable' = ANY($1::text[]))
@@ -57,7 +57,7 @@ WITH by_state AS (
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
     UNION ALL
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE j.state = 'completed'
         AND ($1::text[] IS NOT NULL OR $2::text[] IS NOT NULL)
         AND ($1::text[] IS NULL OR 'completed' = ANY($1::text[]))
@@ -66,7 +66,7 @@ WITH by_state AS (
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
     UNION ALL
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE j.state = 'cancelled'
         AND ($1::text[] IS NOT NULL OR $2::text[] IS NOT NULL)
         AND ($1::text[] IS NULL OR 'cancelled' = ANY($1::text[]))
@@ -75,7 +75,7 @@ WITH by_state AS (
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
     UNION ALL
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE j.state = 'discarded'
         AND ($1::text[] IS NOT NULL OR $2::text[] IS NOT NULL)
         AND ($1::text[] IS NULL OR 'discarded' = ANY($1::text[]))
@@ -85,7 +85,7 @@ WITH by_state AS (
 ),
 every_state AS (
     SELECT count(*) AS num_jobs
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE $1::text[] IS NULL AND $2::text[] IS NULL
         AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))

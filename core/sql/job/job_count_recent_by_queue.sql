@@ -6,7 +6,7 @@ SELECT j.queue AS queue,
     count(*) FILTER (WHERE j.state = 'completed') AS completed,
     count(*) FILTER (WHERE j.state = 'discarded') AS discarded,
     count(*) FILTER (WHERE j.state = 'cancelled') AS cancelled
-FROM {schema}.pgmill_job AS j
+FROM {schema}.pgmill_job_all AS j
 WHERE j.state IN ('completed', 'discarded', 'cancelled')
     AND j.finalized_at IS NOT NULL
     AND j.finalized_at >= now() - $1::bigint * interval '1 microsecond'

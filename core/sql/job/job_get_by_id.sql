@@ -5,5 +5,5 @@ SELECT j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.a
     j.attempted_at AS attempted_at, j.attempted_by AS attempted_by, j.created_at AS created_at,
     j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
     j.claim_token AS claim_token
-FROM {schema}.pgmill_job AS j
+FROM {schema}.pgmill_job_all AS j
 WHERE j.id = $1::bigint

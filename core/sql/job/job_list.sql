@@ -21,12 +21,12 @@ WITH RECURSIVE wanted_state AS (
 ),
 found_queue AS (
     SELECT w.state AS state,
-        (SELECT min(j.queue) FROM {schema}.pgmill_job AS j WHERE j.state = w.state) AS queue
+        (SELECT min(j.queue) FROM {schema}.pgmill_job_all AS j WHERE j.state = w.state) AS queue
     FROM wanted_state AS w
     WHERE $2::text[] IS NULL
     UNION ALL
     SELECT f.state AS state,
-        (SELECT min(j.queue) FROM {schema}.pgmill_job AS j
+        (SELECT min(j.queue) FROM {schema}.pgmill_job_all AS j
          WHERE j.state = f.state AND j.queue > f.queue) AS queue
     FROM found_queue AS f
     WHERE f.queue IS NOT NULL
@@ -42,7 +42,7 @@ by_pair AS (
     FROM pair AS p
     CROSS JOIN LATERAL (
         SELECT j.id AS id
-        FROM {schema}.pgmill_job AS j
+        FROM {schema}.pgmill_job_all AS j
         WHERE j.state = p.state
             AND j.queue = p.queue
             AND j.id > $5::bigint
@@ -55,7 +55,7 @@ by_pair AS (
 ),
 by_filter AS (
     SELECT j.id AS id
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE ($3::text[] IS NOT NULL OR $4::bigint[] IS NOT NULL)
         AND ($4::bigint[] IS NULL OR j.id = ANY($4::bigint[]))
         AND ($3::text[] IS NULL OR j.kind = ANY($3::text[]))
@@ -76,5 +76,5 @@ SELECT j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind, j.a
     j.scheduled_at AS scheduled_at, j.finalized_at AS finalized_at, j.errors AS errors, j.tags AS tags,
     j.claim_token AS claim_token
 FROM page
-JOIN {schema}.pgmill_job AS j ON j.id = page.id
+JOIN {schema}.pgmill_job_all AS j ON j.id = page.id
 ORDER BY j.id

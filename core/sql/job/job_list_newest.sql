@@ -18,12 +18,12 @@ WITH RECURSIVE wanted_state AS (
 ),
 found_queue AS (
     SELECT w.state AS state,
-        (SELECT min(j.queue) FROM {schema}.pgmill_job AS j WHERE j.state = w.state) AS queue
+        (SELECT min(j.queue) FROM {schema}.pgmill_job_all AS j WHERE j.state = w.state) AS queue
     FROM wanted_state AS w
     WHERE $2::text[] IS NULL
     UNION ALL
     SELECT f.state AS state,
-        (SELECT min(j.queue) FROM {schema}.pgmill_job AS j
+        (SELECT min(j.queue) FROM {schema}.pgmill_job_all AS j
          WHERE j.state = f.state AND j.queue > f.queue) AS queue
     FROM found_queue AS f
     WHERE f.queue IS NOT NULL
@@ -39,7 +39,7 @@ by_pair AS (
     FROM pair AS p
     CROSS JOIN LATERAL (
         SELECT j.id AS id
-        FROM {schema}.pgmill_job AS j
+        FROM {schema}.pgmill_job_all AS j
         WHERE j.state = p.state
             AND j.queue = p.queue
             AND j.id < coalesce($4::bigint, 9223372036854775807)
@@ -52,7 +52,7 @@ by_pair AS (
 ),
 by_id AS (
     SELECT j.id AS id
-    FROM {schema}.pgmill_job AS j
+    FROM {schema}.pgmill_job_all AS j
     WHERE $3::text[] IS NOT NULL
         AND j.kind = ANY($3::text[])
         AND ($1::text[] IS NULL OR j.state::text = ANY($1::text[]))
@@ -74,6 +74,6 @@ SELECT j.id AS id, j.state::text AS state, j.queue AS queue, j.kind AS kind,
     left(j.errors[array_upper(j.errors, 1)] ->> 'error', $6::integer) AS last_error,
     j.tags AS tags
 FROM page
-JOIN {schema}.pgmill_job AS j ON j.id = page.id
+JOIN {schema}.pgmill_job_all AS j ON j.id = page.id
 CROSS JOIN LATERAL (SELECT j.args::text AS text) AS a
 ORDER BY j.id DESC

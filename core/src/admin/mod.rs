@@ -5,6 +5,7 @@
 //! Listings, counts and bulk actions share one [`JobFilter`] (by state, queue and kind).
 
 mod cluster;
+mod dead;
 mod job_bulk;
 mod job_filter;
 mod job_list;
@@ -13,8 +14,12 @@ mod migration;
 mod periodic;
 mod queue;
 mod queue_stat;
+mod storage;
 
 pub use cluster::{ClientRow, LeaderRow};
+pub use dead::{
+    DeadCursor, DeadFilter, DeadJob, DeadListPage, DeadListParams, DeadReason, RedriveReport,
+};
 pub use job_bulk::{BulkAction, JobBatch};
 pub use job_filter::JobFilter;
 pub use job_list::{JobListPage, JobListParams};
@@ -23,6 +28,7 @@ pub use migration::MigrationRow;
 pub use periodic::PeriodicRow;
 pub use queue::{QueueActivity, QueueOverview, QueueRow, UnservedQueue};
 pub use queue_stat::{MAX_QUEUE_STAT_BINS, QueueStatParams, QueueStatPoint, QueueStats};
+pub use storage::{HolderKind, VacuumHolder, VacuumHorizon};
 
 pub(crate) use job_summary::DEFAULT_PREVIEW_CHARS;
 pub(crate) use queue::LIVE_STATES;

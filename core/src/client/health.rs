@@ -1,18 +1,23 @@
 //! [`Client::health`]: what a readiness endpoint reports.
 
+use crate::admin::VacuumHorizon;
 use crate::client::Client;
 use crate::cluster::health::{Health, ListenerState};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::with_timeout;
-use crate::query::{LeaderIdRow, leader_get_live};
+use crate::query::{LeaderIdRow, leader_get_live, storage_horizon};
+
+/// The most holders of the vacuum horizon a health check names.
+const HEALTH_HORIZON_HOLDERS: usize = 3;
 
 impl<D: Driver> Client<D> {
     /// This client's health now, for a readiness endpoint ([`Health::is_ready`] sums it up).
     ///
-    /// Makes one round trip to the database (which also reads who leads, by the database clock);
-    /// the rest is what the client's components last reported. Never fails: a database that does
-    /// not answer is reported in [`Health::connected`] and [`Health::database_error`].
+    /// Makes two quick reads on one connection (who leads, by the database clock, and what holds
+    /// vacuum back); the rest is what the client's components last reported. Never fails: a
+    /// database that does not answer is reported in [`Health::connected`] and
+    /// [`Health::database_error`].
     ///
     /// # Examples
     ///
@@ -25,15 +30,20 @@ impl<D: Driver> Client<D> {
     /// # }
     /// ```
     pub async fn health(&self) -> Health {
-        let leader = with_timeout("health check", async {
+        let read = with_timeout("health check", async {
             let mut conn = ConnectionLease::acquire(&self.inner.parts.driver).await?;
-            conn.query_opt::<LeaderIdRow>(&leader_get_live(self.schema()))
-                .await
+            let leader = conn
+                .query_opt::<LeaderIdRow>(&leader_get_live(self.schema()))
+                .await?;
+            let holders = conn
+                .query_as(&storage_horizon(self.schema(), HEALTH_HORIZON_HOLDERS))
+                .await?;
+            Ok((leader, VacuumHorizon { holders }))
         })
         .await;
-        let (connected, database_error, leader) = match leader {
-            Ok(row) => (true, None, row.map(|LeaderIdRow(id)| id)),
-            Err(e) => (false, Some(e.to_string()), None),
+        let (connected, database_error, leader, vacuum_horizon) = match read {
+            Ok((row, horizon)) => (true, None, row.map(|LeaderIdRow(id)| id), Some(horizon)),
+            Err(e) => (false, Some(e.to_string()), None, None),
         };
         let started = self.inner.running.lock().await.is_some();
         let state = &self.inner.parts.health;
@@ -55,6 +65,7 @@ impl<D: Driver> Client<D> {
             producers_running: state.producers_running(),
             producers_total: self.inner.config.queues.len(),
             listener,
+            vacuum_horizon,
         }
     }
 }

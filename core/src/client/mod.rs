@@ -7,6 +7,7 @@ mod admin;
 mod browse;
 mod bulk;
 mod config;
+mod dead;
 mod health;
 mod shutdown;
 
@@ -34,7 +35,7 @@ use crate::insert::commit_watcher::CommitWatcher;
 use crate::insert::inserter::{Inserter, count_inserted, due_queues};
 use crate::insert::post_commit_notifier::PostCommitNotifier;
 use crate::job::InsertResult;
-use crate::job::JobState;
+use crate::job::{JobRow, JobState};
 use crate::job_args::{InsertOpts, InsertParams, JobArgs};
 use crate::maintenance::{
     JobAnalyzer, PeriodicEnqueuerConfig, QueueMaintainer, QueueMaintainerConfig,
@@ -570,6 +571,17 @@ impl<D: Driver> Client<D> {
         self.inner.config.poll_only || !self.inner.parts.driver.supports_listener()
     }
 
+    /// This client's own producers of the jobs' queues start their next claims at the jobs at
+    /// the latest: a job of a higher priority, inserted behind where a producer claims from, is
+    /// claimed next instead of at the next claim from the head.
+    fn rewind_own<'a>(&self, jobs: impl IntoIterator<Item = &'a JobRow>) {
+        for job in jobs {
+            if let Some(h) = self.inner.queues.get(&job.queue) {
+                h.rewind((job.priority, job.scheduled_at, job.id));
+            }
+        }
+    }
+
     fn wake(&self, queue: &str) {
         if let Some(h) = self.inner.queues.get(queue) {
             h.wake();
@@ -603,6 +615,7 @@ impl<D: Driver> Client<D> {
             .await?;
         drop(conn);
         if job.state == JobState::Available && !job.skipped_as_duplicate {
+            self.rewind_own([&job.job]);
             self.announce_own([job.queue.clone()], carried);
         }
         Ok(job)
@@ -632,11 +645,11 @@ impl<D: Driver> Client<D> {
             .own_inserter
             .insert_many_carrying(&mut conn, params, || !looks && self.quiet_carry())
             .await?;
-        let due: BTreeSet<String> = jobs
+        let due_jobs = jobs
             .iter()
-            .filter(|j| j.state == JobState::Available && !j.skipped_as_duplicate)
-            .map(|j| j.queue.clone())
-            .collect();
+            .filter(|j| j.state == JobState::Available && !j.skipped_as_duplicate);
+        self.rewind_own(due_jobs.clone().map(|j| &j.job));
+        let due: BTreeSet<String> = due_jobs.map(|j| j.queue.clone()).collect();
         let _announce = AnnounceOnDrop {
             client: self,
             queues: due.into_iter().collect(),

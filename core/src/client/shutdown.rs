@@ -60,11 +60,13 @@ impl<D: Driver> Client<D> {
         let first = crate::shutdown_signal();
         async move {
             first.await;
+            // Listening for the second signal before anything else, so none is missed; created
+            // after the first arrived, so the first is not taken for it.
+            let second = crate::shutdown_signal();
             info!(
                 ?grace,
                 "shutdown signal received; stopping (a second signal interrupts jobs)"
             );
-            let second = crate::shutdown_signal();
             tokio::select! {
                 soft = self.stop_with_grace(grace) => soft,
                 () = second => {

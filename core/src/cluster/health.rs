@@ -2,6 +2,7 @@
 //! ([`HealthState`], written by them as they run) and a round trip to the database
 //! ([`Client::health`](crate::Client::health)).
 
+use crate::admin::VacuumHorizon;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -50,6 +51,10 @@ pub struct Health {
     pub producers_total: usize,
     /// The notification listener.
     pub listener: ListenerState,
+    /// What holds vacuum back on the database (a snapshot held open elsewhere makes the job
+    /// tables' dead rows pile up); `None` when the database did not answer. It does not count
+    /// against [`Health::is_ready`]: the cause is outside the client.
+    pub vacuum_horizon: Option<VacuumHorizon>,
 }
 
 impl Health {

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use metrics::Counter;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -21,7 +22,8 @@ use crate::driver::{Driver, Listener, ListenerEvent, Notification};
 use crate::engine_metrics::NOTIFIER_RECONNECTS;
 use crate::error::Result;
 use crate::job::JobId;
-use crate::query::topic::{TOPIC_CONTROL, TOPIC_INSERT, TOPIC_LEADERSHIP};
+use crate::query::FetchPosition;
+use crate::query::topic::{TOPIC_CONTROL, TOPIC_INSERT, TOPIC_LEADERSHIP, TOPIC_REWIND};
 use crate::schema::Schema;
 use crate::shared_parts::SharedParts;
 use crate::work::queue_handle::QueueHandle;
@@ -92,6 +94,14 @@ impl NotificationRouter {
                     warn!(error = %e, payload = %n.payload, "ignoring a malformed control message")
                 }
             },
+            Some(TOPIC_REWIND) => match parse_rewind(&n.payload) {
+                Some((queue, position)) => {
+                    if let Some(h) = self.queues.get(queue) {
+                        h.rewind(position);
+                    }
+                }
+                None => warn!(payload = %n.payload, "ignoring a malformed rewind"),
+            },
             Some(TOPIC_LEADERSHIP) => {
                 if let Some(f) = &self.on_leadership {
                     f(&n.payload);
@@ -140,10 +150,11 @@ impl<D: Driver> Notifier<D> {
         let _state = ListenerStateGuard(Arc::clone(&self.health));
         self.health.set_listening(false);
         async move {
-            let channels: Vec<String> = [TOPIC_INSERT, TOPIC_CONTROL, TOPIC_LEADERSHIP]
-                .iter()
-                .map(|t| self.schema.channel(t))
-                .collect();
+            let channels: Vec<String> =
+                [TOPIC_INSERT, TOPIC_CONTROL, TOPIC_LEADERSHIP, TOPIC_REWIND]
+                    .iter()
+                    .map(|t| self.schema.channel(t))
+                    .collect();
             let mut backoff = Backoff::new();
             let mut listener: Option<D::Listener> = None;
             // Every open after the first is a reconnect.
@@ -255,6 +266,20 @@ impl Backoff {
             () = tokio::time::sleep(d) => false,
         }
     }
+}
+
+/// A rewind's payload: `queue<TAB>priority<TAB>scheduled_at in µs<TAB>id`.
+fn parse_rewind(payload: &str) -> Option<(&str, FetchPosition)> {
+    let mut parts = payload.split('\t');
+    let queue = parts.next()?;
+    let priority = parts.next()?.parse().ok()?;
+    let micros: i64 = parts.next()?.parse().ok()?;
+    let id = parts.next()?.parse().ok()?;
+    let scheduled_at = DateTime::<Utc>::from_timestamp_micros(micros)?;
+    parts
+        .next()
+        .is_none()
+        .then_some((queue, (priority, scheduled_at, JobId(id))))
 }
 
 #[cfg(test)]

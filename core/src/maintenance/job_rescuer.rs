@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::TimeDelta;
+use chrono::{DateTime, TimeDelta, Utc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::job::JobState;
 use crate::query::{
     ClientIdRow, RescuedRow, client_delete_expired, client_next_timeout, job_get_running_clients,
-    job_notify_insert, job_rescue,
+    job_notify_insert, job_rescue, leader_db_now,
 };
 use crate::schema::Schema;
 
@@ -109,7 +109,45 @@ pub struct JobRescuer<D: Driver> {
     config: JobRescuerConfig,
     missing_since: Arc<Mutex<HashMap<String, Instant>>>,
     metrics: MetricsSink,
+    /// What bounds each pass's scans: see [`Scans`].
+    scans: Arc<Mutex<Scans>>,
 }
+
+/// What keeps a pass's scans short while another session holds an old snapshot (when vacuum can
+/// remove none of the running index's entries of finished jobs, and every scan of it walks them
+/// all). The hard-deadline scan reads only the band of attempt times that crossed the deadline
+/// since the last pass's reach (less a margin, and every [`FULL_PASS_EVERY`] passes all of
+/// them); the scan for running jobs of clients with no row (after a restart, say) runs every
+/// pass while it is cheap, and otherwise no sooner than [`MISSING_SCAN_SPACING`] times its last
+/// duration after it (at most [`MAX_MISSING_SCAN_SPACING`]).
+#[derive(Debug)]
+struct Scans {
+    deadline_since: Option<DateTime<Utc>>,
+    passes: u32,
+    missing_at: Option<Instant>,
+    missing_took: Duration,
+}
+
+impl Default for Scans {
+    fn default() -> Self {
+        Scans {
+            deadline_since: None,
+            passes: 0,
+            missing_at: None,
+            missing_took: Duration::ZERO,
+        }
+    }
+}
+
+/// Every this many passes, the hard-deadline scan reads every running job.
+const FULL_PASS_EVERY: u32 = 60;
+/// How far behind the last pass's reach the next hard-deadline band starts: claims committed
+/// this late are still looked at.
+const BAND_MARGIN: TimeDelta = TimeDelta::seconds(5);
+/// The missing-clients scan runs no sooner than this many times its last duration after it...
+const MISSING_SCAN_SPACING: u32 = 50;
+/// ...and at least this often.
+const MAX_MISSING_SCAN_SPACING: Duration = Duration::from_secs(60);
 
 impl<D: Driver> JobRescuer<D> {
     /// A rescuer for `schema`.
@@ -135,6 +173,7 @@ impl<D: Driver> JobRescuer<D> {
             config,
             missing_since: Arc::default(),
             metrics: MetricsSink::off(),
+            scans: Arc::new(Mutex::new(Scans::default())),
         })
     }
 
@@ -157,9 +196,40 @@ impl<D: Driver> JobRescuer<D> {
 
     async fn pass(&self) -> Result<JobRescuerRunOnceResult> {
         let mut conn = ConnectionLease::acquire(&self.driver).await?;
-        let missing: Vec<ClientIdRow> = conn
-            .query_as(&job_get_running_clients(&self.schema))
-            .await?;
+        let deadline = TimeDelta::from_std(self.config.rescue_after).unwrap_or(TimeDelta::MAX);
+        let now: DateTime<Utc> = conn.query_scalar(&leader_db_now(&self.schema)).await?;
+        let (since, look_for_missing) = {
+            let mut scans = self.scans.lock().unwrap_or_else(|p| p.into_inner());
+            scans.passes += 1;
+            let since = if scans.passes >= FULL_PASS_EVERY {
+                scans.passes = 0;
+                None
+            } else {
+                scans.deadline_since
+            };
+            let spacing = (scans.missing_took * MISSING_SCAN_SPACING).min(MAX_MISSING_SCAN_SPACING);
+            let due = scans.missing_at.is_none_or(|at| at.elapsed() >= spacing);
+            (since, due)
+        };
+        let missing: Vec<ClientIdRow> = if look_for_missing {
+            let started = Instant::now();
+            let missing = conn
+                .query_as(&job_get_running_clients(&self.schema))
+                .await?;
+            let mut scans = self.scans.lock().unwrap_or_else(|p| p.into_inner());
+            scans.missing_at = Some(started);
+            scans.missing_took = started.elapsed();
+            missing
+        } else {
+            // Not looked for this pass: the clients seen missing before stay as they were.
+            self.missing_since
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .keys()
+                .cloned()
+                .map(ClientIdRow)
+                .collect()
+        };
         let expired: Vec<String> = {
             let now = Instant::now();
             let mut seen = self.missing_since.lock().unwrap_or_else(|p| p.into_inner());
@@ -174,7 +244,6 @@ impl<D: Driver> JobRescuer<D> {
                 .collect()
         };
         let timeout = TimeDelta::from_std(self.config.client_timeout).unwrap_or(TimeDelta::MAX);
-        let deadline = TimeDelta::from_std(self.config.rescue_after).unwrap_or(TimeDelta::MAX);
         let mut result = JobRescuerRunOnceResult::default();
         loop {
             let stmt = job_rescue(
@@ -183,6 +252,7 @@ impl<D: Driver> JobRescuer<D> {
                 expired.clone(),
                 deadline,
                 self.config.limit,
+                since,
             );
             let rows: Vec<RescuedRow> = conn.query_as(&stmt).await?;
             let mut queues = BTreeMap::new();
@@ -209,6 +279,14 @@ impl<D: Driver> JobRescuer<D> {
                 break;
             }
         }
+        // Every job attempted before this pass's cutoff that is past the deadline was rescued:
+        // the next pass looks from there (less the margin).
+        self.scans
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .deadline_since = now
+            .checked_sub_signed(deadline)
+            .and_then(|cutoff| cutoff.checked_sub_signed(BAND_MARGIN));
         let retention = TimeDelta::from_std(self.config.client_retention).unwrap_or(TimeDelta::MAX);
         let stmt = client_delete_expired(&self.schema, retention, self.config.limit);
         loop {

@@ -3,14 +3,16 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use chrono::TimeDelta;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, TimeDelta, Utc};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::error::{Error, Result};
-use crate::query::{QueueCountRow, job_notify_insert, job_schedule};
+use crate::query::{QueueCountRow, job_notify_insert, job_schedule, leader_db_now};
 use crate::schema::Schema;
 
 /// Default [`JobSchedulerConfig::interval`].
@@ -62,7 +64,26 @@ pub struct JobScheduler<D: Driver> {
     driver: D,
     schema: Schema,
     config: JobSchedulerConfig,
+    /// Where the next pass looks from, and how many passes until one looks at every due job.
+    band: Arc<Mutex<Band>>,
 }
+
+/// How far the scheduler's passes have gone: the next pass looks at jobs due from `since` on,
+/// and every [`FULL_PASS_EVERY`] passes at every due job (a job passed over because another
+/// transaction held it, say, is made available then).
+#[derive(Debug, Default)]
+struct Band {
+    since: Option<DateTime<Utc>>,
+    passes: u32,
+}
+
+/// Every this many passes, one looks at every due job, however long ago it came due.
+const FULL_PASS_EVERY: u32 = 60;
+
+/// How far behind the last pass's reach the next pass starts: jobs written by transactions that
+/// committed this late are still made available by the next pass (and the rest by the next full
+/// pass).
+const BAND_MARGIN: TimeDelta = TimeDelta::seconds(60);
 
 impl<D: Driver> JobScheduler<D> {
     /// A scheduler for `schema`.
@@ -80,6 +101,7 @@ impl<D: Driver> JobScheduler<D> {
             driver,
             schema,
             config,
+            band: Arc::default(),
         })
     }
 
@@ -91,10 +113,26 @@ impl<D: Driver> JobScheduler<D> {
     pub async fn run_once(&self) -> Result<JobSchedulerRunOnceResult> {
         let mut result = JobSchedulerRunOnceResult::default();
         let lookahead = TimeDelta::from_std(self.config.interval).unwrap_or(TimeDelta::zero());
+        let since = {
+            let mut band = self.band.lock().unwrap_or_else(|p| p.into_inner());
+            band.passes += 1;
+            if band.passes >= FULL_PASS_EVERY {
+                band.passes = 0;
+                None
+            } else {
+                band.since
+            }
+        };
+        let mut reach = None;
         loop {
-            let stmt = job_schedule(&self.schema, lookahead, self.config.limit);
             let counts: Vec<QueueCountRow> = tokio::time::timeout(QUERY_TIMEOUT, async {
                 let mut conn = ConnectionLease::acquire(&self.driver).await?;
+                if reach.is_none() {
+                    let now: DateTime<Utc> =
+                        conn.query_scalar(&leader_db_now(&self.schema)).await?;
+                    reach = Some(now + lookahead);
+                }
+                let stmt = job_schedule(&self.schema, lookahead, self.config.limit, since);
                 let counts: Vec<QueueCountRow> = conn.query_as(&stmt).await?;
                 // Every client working these queues fetches now, not at its next poll.
                 let queues: Vec<String> = counts.iter().map(|c| c.queue.clone()).collect();
@@ -111,6 +149,12 @@ impl<D: Driver> JobScheduler<D> {
                 *result.num_jobs_by_queue.entry(c.queue).or_default() += c.num_jobs;
             }
             if moved < i64::try_from(self.config.limit).unwrap_or(i64::MAX) {
+                // Every job due before this pass's reach is available now: the next pass looks
+                // from there (less the margin).
+                if let Some(reach) = reach {
+                    self.band.lock().unwrap_or_else(|p| p.into_inner()).since =
+                        Some(reach - BAND_MARGIN);
+                }
                 return Ok(result);
             }
         }

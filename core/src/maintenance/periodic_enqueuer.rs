@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::insert::inserter::Inserter;
 use crate::periodic::{MissedTicks, PeriodicJob};
 use crate::query::{
-    DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_upsert,
+    DuePeriodic, leader_db_now, periodic_advance, periodic_get_due, periodic_upsert,
 };
 use crate::schema::Schema;
 
@@ -91,7 +91,7 @@ impl<D: Driver> PeriodicEnqueuer<D> {
             return Ok(());
         }
         let mut conn = ConnectionLease::acquire(&self.driver).await?;
-        let now = conn.query_scalar(&periodic_db_now(&self.schema)).await?;
+        let now = conn.query_scalar(&leader_db_now(&self.schema)).await?;
         for job in self.jobs.values() {
             let first = if job.runs_on_start() {
                 now

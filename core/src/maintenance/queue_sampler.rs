@@ -1,4 +1,5 @@
-//! The queue sampler: the leader's view of queue depth as gauges, from one query per pass.
+//! The queue sampler: the leader's view of queue depth, dead-letter depth and the vacuum horizon
+//! as gauges, from three quick reads per pass.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -7,17 +8,22 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
-use crate::admin::{LIVE_STATES, QueueRow};
+use crate::admin::{LIVE_STATES, QueueRow, VacuumHolder, VacuumHorizon};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
-use crate::engine_metrics::{MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE};
+use crate::engine_metrics::{
+    DEAD_JOBS, MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE, VACUUM_HORIZON_SECONDS,
+    VACUUM_HORIZON_XMIN_AGE,
+};
 use crate::error::{Error, Result};
-use crate::query::queue_list;
+use crate::query::{DeadDepthRow, job_dead_count_by_queue, queue_list, storage_horizon};
 use crate::schema::Schema;
 
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most queues one pass samples.
 const MAX_QUEUES: usize = 10_000;
+/// A pass starts no sooner than this many times the last one took after it.
+const PASS_SPACING: u32 = 50;
 
 /// What one sampler pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,7 +34,9 @@ pub(crate) struct QueueSamplerRunOnceResult {
 
 /// Sets `pgmill_queue_jobs` (per queue and live state: available, scheduled, pending, running,
 /// retryable) and `pgmill_queue_oldest_available_seconds`
-/// (per queue) from `queue_list`, every `interval`, while this client leads. When the term ends
+/// (per queue) from `queue_list`, `pgmill_dead_jobs` (per queue), and the vacuum horizon's age
+/// (`pgmill_vacuum_horizon_seconds`, `pgmill_vacuum_horizon_xmin_age`), every `interval`, while
+/// this client leads. When the term ends
 /// it sets every gauge it set back to 0, so only the leader reports non-zero values.
 #[derive(Debug, Clone)]
 pub(crate) struct QueueSampler<D: Driver> {
@@ -38,6 +46,8 @@ pub(crate) struct QueueSampler<D: Driver> {
     metrics: MetricsSink,
     /// Queues sampled this term, whose gauges are zeroed at its end.
     sampled: Arc<Mutex<BTreeSet<String>>>,
+    /// Queues whose dead-letter depth was set this term.
+    dead_sampled: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl<D: Driver> QueueSampler<D> {
@@ -63,6 +73,7 @@ impl<D: Driver> QueueSampler<D> {
             interval,
             metrics,
             sampled: Arc::default(),
+            dead_sampled: Arc::default(),
         })
     }
 
@@ -72,14 +83,41 @@ impl<D: Driver> QueueSampler<D> {
     ///
     /// The database error, or [`Error::Timeout`].
     pub(crate) async fn run_once(&self) -> Result<QueueSamplerRunOnceResult> {
-        let queues: Vec<QueueRow> = tokio::time::timeout(QUERY_TIMEOUT, async {
+        let (queues, dead, holders) = tokio::time::timeout(QUERY_TIMEOUT, async {
             let mut conn = ConnectionLease::acquire(&self.driver).await?;
-            conn.query_as(&queue_list(&self.schema, None, MAX_QUEUES))
-                .await
+            let queues: Vec<QueueRow> = conn
+                .query_as(&queue_list(&self.schema, None, MAX_QUEUES))
+                .await?;
+            let dead: Vec<DeadDepthRow> = conn
+                .query_as(&job_dead_count_by_queue(&self.schema))
+                .await?;
+            let holders: Vec<VacuumHolder> =
+                conn.query_as(&storage_horizon(&self.schema, 10)).await?;
+            Ok::<_, Error>((queues, dead, holders))
         })
         .await
         .map_err(|_| Error::Timeout("queue sampler pass"))??;
+        let horizon = VacuumHorizon { holders };
+        self.metrics
+            .gauge(VACUUM_HORIZON_SECONDS, &[])
+            .set(horizon.held_for().unwrap_or_default().as_secs_f64());
+        self.metrics
+            .gauge(VACUUM_HORIZON_XMIN_AGE, &[])
+            .set(horizon.oldest().map_or(0.0, |h| h.xmin_age as f64));
         let mut sampled = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dead_sampled = self.dead_sampled.lock().unwrap_or_else(|p| p.into_inner());
+        // A queue whose dead-letter jobs are gone reads 0, not its last count.
+        for queue in std::mem::take(&mut *dead_sampled) {
+            if !dead.iter().any(|d| d.queue == queue) {
+                self.metrics.gauge(DEAD_JOBS, &[("queue", &queue)]).set(0.0);
+            }
+        }
+        for d in &dead {
+            self.metrics
+                .gauge(DEAD_JOBS, &[("queue", &d.queue)])
+                .set(d.num_jobs as f64);
+            dead_sampled.insert(d.queue.clone());
+        }
         for q in &queues {
             for state in LIVE_STATES {
                 let n = q.counts.get(&state).copied().unwrap_or(0);
@@ -100,6 +138,12 @@ impl<D: Driver> QueueSampler<D> {
 
     /// Sets every gauge this sampler set back to 0: this client no longer reports queue depth.
     fn zero(&self) {
+        let mut dead_sampled = self.dead_sampled.lock().unwrap_or_else(|p| p.into_inner());
+        for queue in std::mem::take(&mut *dead_sampled) {
+            self.metrics.gauge(DEAD_JOBS, &[("queue", &queue)]).set(0.0);
+        }
+        self.metrics.gauge(VACUUM_HORIZON_SECONDS, &[]).set(0.0);
+        self.metrics.gauge(VACUUM_HORIZON_XMIN_AGE, &[]).set(0.0);
         let mut sampled = self.sampled.lock().unwrap_or_else(|p| p.into_inner());
         for queue in std::mem::take(&mut *sampled) {
             for state in LIVE_STATES {
@@ -116,13 +160,18 @@ impl<D: Driver> QueueSampler<D> {
     pub(crate) async fn run(self, stop: CancellationToken) {
         async move {
             loop {
+                let started = std::time::Instant::now();
                 match self.run_once().await {
                     Ok(r) => debug!(num_queues = r.num_queues, "sampled queue gauges"),
                     Err(e) => warn!(error = %e, "queue sampler pass failed"),
                 }
+                // The counts walk the index entries of finished jobs that vacuum has not removed
+                // yet (all of them while another session holds an old snapshot): a slow pass
+                // waits longer, so sampling never takes more than a fiftieth of the time.
+                let wait = self.interval.max(started.elapsed() * PASS_SPACING);
                 tokio::select! {
                     () = stop.cancelled() => break,
-                    () = tokio::time::sleep(self.interval) => {}
+                    () = tokio::time::sleep(wait) => {}
                 }
             }
             self.zero();

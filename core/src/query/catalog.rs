@@ -53,7 +53,7 @@ queries! {
     LeaderGetLive => "leader/leader_get_live.sql",
     LeaderResign => "leader/leader_resign.sql",
     PeriodicAdvance => "periodic/periodic_advance.sql",
-    PeriodicDbNow => "periodic/periodic_db_now.sql",
+    LeaderDbNow => "leader/leader_db_now.sql",
     PeriodicGetDue => "periodic/periodic_get_due.sql",
     PeriodicList => "periodic/periodic_list.sql",
     PeriodicSetPaused => "periodic/periodic_set_paused.sql",
@@ -67,6 +67,7 @@ queries! {
     JobDelete => "job/job_delete.sql",
     JobGetAvailable => "job/job_get_available.sql",
     JobGetAvailableAfter => "job/job_get_available_after.sql",
+    JobGetAvailableBetween => "job/job_get_available_between.sql",
     JobGetCancelRequested => "job/job_get_cancel_requested.sql",
     JobGetById => "job/job_get_by_id.sql",
     JobInsertMany => "job/job_insert_many.sql",
@@ -106,6 +107,14 @@ queries! {
     MigrationInsert => "migration/migration_insert.sql",
     MigrationLock => "migration/migration_lock.sql",
     MigrationTableExists => "migration/migration_table_exists.sql",
+    JobDeadList => "job/job_dead_list.sql",
+    JobDeadRedrive => "job/job_dead_redrive.sql",
+    JobDeadPurge => "job/job_dead_purge.sql",
+    JobDeadDeleteExpired => "job/job_dead_delete_expired.sql",
+    JobDeadCountByQueue => "job/job_dead_count_by_queue.sql",
+    StorageDoneTruncateExpired => "storage/storage_done_truncate_expired.sql",
+    StorageSetDoneSlotSeconds => "storage/storage_set_done_slot_seconds.sql",
+    StorageHorizon => "storage/storage_horizon.sql",
 }
 
 impl Query {
@@ -236,10 +245,29 @@ mod tests {
 
     /// `job_count.sql` and `job_bulk.sql` find their jobs state by state, the state written out
     /// in each arm so the planner sees how many jobs it holds: every job state has exactly one
-    /// arm, and the arms differ in nothing but their state.
+    /// arm on the job table (or the view of every job), and the arms differ in nothing but their
+    /// state; `job_bulk.sql` also has one arm per finished state on that state's own table.
     #[test]
     fn the_state_by_state_statements_have_one_arm_per_job_state() {
         use crate::job::JobState;
+        let finished = [
+            (
+                Query::JobBulk,
+                "WHERE d.state = '",
+                &["cancelled", "completed"][..],
+            ),
+            (Query::JobBulk, "WHERE x.state = '", &["discarded"][..]),
+        ];
+        for (q, marker, expected) in finished {
+            let mut states: Vec<&str> = q
+                .template()
+                .split(marker)
+                .skip(1)
+                .map(|arm| arm.split_once('\'').unwrap().0)
+                .collect();
+            states.sort_unstable();
+            assert_eq!(states, expected, "{q:?}: {marker}");
+        }
         for q in [Query::JobCount, Query::JobBulk] {
             let sql = q.template();
             let marker = "WHERE j.state = '";

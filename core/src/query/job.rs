@@ -9,6 +9,7 @@ use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::job::{JobId, JobRow, JobState};
 use crate::query::catalog::Query;
+use crate::query::topic::TOPIC_REWIND;
 use crate::schema::Schema;
 
 pub(crate) fn job_get_by_id(schema: &Schema, id: JobId) -> Statement {
@@ -102,6 +103,7 @@ pub(crate) fn job_rescue(
     missing_clients: Vec<String>,
     hard_deadline: TimeDelta,
     limit: usize,
+    attempted_since: Option<DateTime<Utc>>,
 ) -> Statement {
     schema
         .statement(Query::JobRescue)
@@ -109,6 +111,8 @@ pub(crate) fn job_rescue(
         .bind(missing_clients)
         .bind(micros(hard_deadline))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(attempted_since)
+        .bind(schema.channel(TOPIC_REWIND))
 }
 
 /// A client named by running jobs but with no row.
@@ -157,11 +161,18 @@ impl FromRow for QueueCountRow {
 
 /// One batch of the scheduler: up to `limit` scheduled and retryable jobs due within
 /// `lookahead` become available, keeping their `scheduled_at`.
-pub(crate) fn job_schedule(schema: &Schema, lookahead: TimeDelta, limit: usize) -> Statement {
+pub(crate) fn job_schedule(
+    schema: &Schema,
+    lookahead: TimeDelta,
+    limit: usize,
+    due_since: Option<DateTime<Utc>>,
+) -> Statement {
     schema
         .statement(Query::JobSchedule)
         .bind(micros(lookahead))
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(due_since)
+        .bind(schema.channel(TOPIC_REWIND))
 }
 
 /// The job table's rows against the rows of its statistics ([`job_table_growth`]).

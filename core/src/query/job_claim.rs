@@ -12,6 +12,7 @@ use crate::driver::{HeldRows, Statement};
 use crate::error::Result;
 use crate::job::{JobId, JobRow};
 use crate::query::catalog::Query;
+use crate::query::topic::TOPIC_REWIND;
 use crate::schema::Schema;
 
 /// One claim held: the job, the attempt it runs, the claim's fencing token, when the claim was
@@ -31,8 +32,9 @@ pub(crate) struct HeldClaim {
 pub(crate) type FetchPosition = (i16, DateTime<Utc>, JobId);
 
 /// The claim of up to `limit` due jobs of `queue` in fetch order for `client_id` under the fencing
-/// token `claim_token`; only those after `after` when given (`job_get_available_after.sql`). Run
-/// it with [`Executor::query_held`](crate::driver::Executor::query_held) and read its rows with
+/// token `claim_token`; only those after `after` when given (`job_get_available_after.sql`), and
+/// then only up to `until` when given (`job_get_available_between.sql`). Run it with
+/// [`Executor::query_held`](crate::driver::Executor::query_held) and read its rows with
 /// [`claimed_position`] and [`claimed_jobs`].
 pub(crate) fn job_get_available(
     schema: &Schema,
@@ -41,10 +43,12 @@ pub(crate) fn job_get_available(
     client_id: &str,
     claim_token: i64,
     after: Option<FetchPosition>,
+    until: Option<FetchPosition>,
 ) -> Statement {
-    let query = match after {
-        Some(_) => Query::JobGetAvailableAfter,
-        None => Query::JobGetAvailable,
+    let query = match (after, until) {
+        (Some(_), Some(_)) => Query::JobGetAvailableBetween,
+        (Some(_), None) => Query::JobGetAvailableAfter,
+        (None, _) => Query::JobGetAvailable,
     };
     let stmt = schema
         .statement(query)
@@ -52,9 +56,13 @@ pub(crate) fn job_get_available(
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .bind(client_id)
         .bind(claim_token);
-    match after {
-        Some((priority, scheduled_at, id)) => stmt.bind(priority).bind(scheduled_at).bind(id.0),
-        None => stmt,
+    let bind_position = |stmt: Statement, (priority, scheduled_at, id): FetchPosition| {
+        stmt.bind(priority).bind(scheduled_at).bind(id.0)
+    };
+    match (after, until) {
+        (Some(after), Some(until)) => bind_position(bind_position(stmt, after), until),
+        (Some(after), None) => bind_position(stmt, after),
+        (None, _) => stmt,
     }
 }
 
@@ -143,4 +151,5 @@ pub(crate) fn job_release_orphaned(
         .bind(held.iter().map(|c| c.id.0).collect::<Vec<_>>())
         .bind(held.iter().map(|c| c.token).collect::<Vec<_>>())
         .bind(micros(margin))
+        .bind(schema.channel(TOPIC_REWIND))
 }

@@ -8,6 +8,7 @@ use crate::driver::{FromRow, Row, Statement};
 use crate::error::Result;
 use crate::job::{JobId, JobState};
 use crate::query::catalog::Query;
+use crate::query::topic::TOPIC_REWIND;
 use crate::schema::Schema;
 
 /// What happened to one attempt, as `job_set_state_if_running_many.sql` records it.
@@ -74,6 +75,7 @@ pub(crate) fn job_set_state_if_running_many(
         )
         .bind(micros(available_within))
         .bind(params.iter().map(|p| p.claim_token).collect::<Vec<_>>())
+        .bind(schema.channel(TOPIC_REWIND))
 }
 
 /// A row `job_set_completed_many` completed: every one is completed at the attempt and with the

@@ -91,3 +91,8 @@ impl FromRow for LeaderIdRow {
 pub(crate) fn leader_get_live(schema: &Schema) -> Statement {
     schema.statement(Query::LeaderGetLive)
 }
+
+/// The database clock, which the leader's services compute their schedules and bands from.
+pub(crate) fn leader_db_now(schema: &Schema) -> Statement {
+    schema.statement(Query::LeaderDbNow)
+}

@@ -11,6 +11,7 @@ mod job;
 mod job_bulk;
 mod job_claim;
 mod job_complete;
+mod job_dead;
 mod job_insert;
 mod job_summary;
 mod leader;
@@ -20,6 +21,7 @@ mod queue;
 mod queue_activity;
 mod queue_stat;
 pub(crate) mod sql_text;
+mod storage;
 pub(crate) mod topic;
 
 pub(crate) use client::{
@@ -41,6 +43,10 @@ pub(crate) use job_complete::{
     CompletedRow, SetStateParams, SetStateResult, job_set_completed_many,
     job_set_state_if_running_many,
 };
+pub(crate) use job_dead::{
+    DeadDepthRow, PurgeRow, RedriveRow, job_dead_count_by_queue, job_dead_delete_expired,
+    job_dead_list, job_dead_list_page, job_dead_purge, job_dead_redrive,
+};
 pub(crate) use job_insert::{
     CopyShape, InProgressRow, InsertedRow, WithXact, job_copy_available, job_insert_many,
     job_insert_one, job_insert_plain_many, job_insert_unique_many, job_notify_committed,
@@ -48,15 +54,15 @@ pub(crate) use job_insert::{
 };
 pub(crate) use job_summary::{job_list_newest, job_list_newest_page};
 pub(crate) use leader::{
-    ElectionRow, LeaderIdRow, leader_attempt_elect, leader_attempt_reelect, leader_get,
-    leader_get_live, leader_resign,
+    ElectionRow, LeaderIdRow, leader_attempt_elect, leader_attempt_reelect, leader_db_now,
+    leader_get, leader_get_live, leader_resign,
 };
 pub(crate) use migration::{
     migration_delete, migration_get_all, migration_insert, migration_lock, migration_table_exists,
 };
 pub(crate) use periodic::{
-    DuePeriodic, periodic_advance, periodic_db_now, periodic_get_due, periodic_list,
-    periodic_set_paused, periodic_upsert,
+    DuePeriodic, periodic_advance, periodic_get_due, periodic_list, periodic_set_paused,
+    periodic_upsert,
 };
 pub(crate) use queue::{
     QueueName, QueueUpsertRow, queue_control_notify, queue_delete_expired, queue_list,
@@ -66,6 +72,9 @@ pub(crate) use queue_activity::job_count_recent_by_queue;
 pub(crate) use queue_stat::{
     QueueStatPendingRow, QueueStatRollupRow, QueueStatSeriesRow, queue_stat_jit_off,
     queue_stat_pending, queue_stat_queues, queue_stat_rollup, queue_stat_series, queue_stat_trim,
+};
+pub(crate) use storage::{
+    SlotRow, storage_done_truncate_expired, storage_horizon, storage_set_done_slot_seconds,
 };
 
 /// A duration as the microseconds core's SQL takes for intervals (saturating).

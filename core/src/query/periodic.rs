@@ -61,10 +61,6 @@ pub(crate) fn periodic_upsert(
         .bind(run_now)
 }
 
-pub(crate) fn periodic_db_now(schema: &Schema) -> Statement {
-    schema.statement(Query::PeriodicDbNow)
-}
-
 pub(crate) fn periodic_get_due(schema: &Schema, names: Vec<String>) -> Statement {
     schema.statement(Query::PeriodicGetDue).bind(names)
 }

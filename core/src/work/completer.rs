@@ -229,17 +229,12 @@ impl<D: Driver> BatchCompleter<D> {
             matches!(c.outcome, Outcome::Completed { .. })
                 && c.job.metadata.get("periodic").is_none()
         });
+        let already_recorded = batch
+            .iter()
+            .filter(|c| matches!(c.outcome, Outcome::Completed { recorded: true }))
+            .count();
         // Rows are only needed to build events; without subscribers the row count is enough.
         let want_rows = self.events.has_subscribers();
-        let stmt = if plain {
-            job_set_completed_many(&self.schema, batch.iter().map(Completion::claim), want_rows)
-        } else {
-            let params: Vec<SetStateParams> =
-                batch.iter().map(|c| c.outcome.params(&c.job)).collect();
-            let available_within =
-                TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
-            job_set_state_if_running_many(&self.schema, &params, available_within)
-        };
         let span = debug_span!(
             "pgmill.completer_flush",
             num_outcomes = batch.len(),
@@ -253,17 +248,30 @@ impl<D: Driver> BatchCompleter<D> {
                     Some(conn) => conn,
                     None => lease.insert(ConnectionLease::acquire(&self.driver).await?),
                 };
-                if !want_rows {
-                    Ok((Vec::new(), conn.execute(&stmt).await?))
-                } else if plain {
+                if !plain {
+                    return self.record_outcomes(conn, batch, want_rows).await;
+                }
+                let stmt = job_set_completed_many(
+                    &self.schema,
+                    batch.iter().map(Completion::claim),
+                    want_rows,
+                );
+                let (mut results, mut recorded) = if want_rows {
                     let rows: Vec<CompletedRow> = conn.query_as(&stmt).await?;
                     let n = rows.len() as u64;
-                    Ok((completed_results(batch, rows), n))
+                    (completed_results(batch, rows), n)
                 } else {
-                    let rows: Vec<SetStateResult> = conn.query_as(&stmt).await?;
-                    let n = rows.len() as u64;
-                    Ok((rows, n))
+                    (Vec::new(), conn.execute(&stmt).await?)
+                };
+                // The lean statement leaves running the jobs whose completion does more than
+                // move them to the history (a unique job keeping its key taken); the general
+                // statement records them. (It finds nothing to do for superseded claims.)
+                if recorded + (already_recorded as u64) < batch.len() as u64 {
+                    let (more, n) = self.record_outcomes(conn, batch, want_rows).await?;
+                    results.extend(more);
+                    recorded += n;
                 }
+                Ok((results, recorded))
             })
             .instrument(span.clone())
             .await?;
@@ -271,10 +279,6 @@ impl<D: Driver> BatchCompleter<D> {
         self.flush_outcomes.record(batch.len() as f64);
         self.stats.flushes.fetch_add(1, Ordering::Relaxed);
         self.stats.recorded.fetch_add(recorded, Ordering::Relaxed);
-        let already_recorded = batch
-            .iter()
-            .filter(|c| matches!(c.outcome, Outcome::Completed { recorded: true }))
-            .count();
         let superseded = batch
             .len()
             .saturating_sub(usize::try_from(recorded).unwrap_or(usize::MAX) + already_recorded);
@@ -322,6 +326,28 @@ impl<D: Driver> BatchCompleter<D> {
             }
         }
         Ok(())
+    }
+
+    /// Records `batch`'s outcomes with the general statement, which decides each job's new state
+    /// (and moves finished jobs out of the job table); returns the new states when `want_rows`,
+    /// and how many outcomes were recorded.
+    async fn record_outcomes(
+        &self,
+        conn: &mut ConnectionLease<D>,
+        batch: &[Completion],
+        want_rows: bool,
+    ) -> Result<(Vec<SetStateResult>, u64)> {
+        let params: Vec<SetStateParams> = batch.iter().map(|c| c.outcome.params(&c.job)).collect();
+        let available_within =
+            TimeDelta::from_std(self.config.available_within).unwrap_or(TimeDelta::seconds(5));
+        let stmt = job_set_state_if_running_many(&self.schema, &params, available_within);
+        if want_rows {
+            let rows: Vec<SetStateResult> = conn.query_as(&stmt).await?;
+            let n = rows.len() as u64;
+            Ok((rows, n))
+        } else {
+            Ok((Vec::new(), conn.execute(&stmt).await?))
+        }
     }
 }
 

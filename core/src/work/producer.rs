@@ -43,6 +43,7 @@ use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor, HeldRows};
 use crate::engine_metrics::{CLAIM_JOBS, CLAIM_SECONDS, CLAIMS_OVERLAPPED};
 use crate::error::{Error, Result, with_timeout};
+use crate::job::JobId;
 use crate::query::{
     FetchPosition, IdRow, QueueUpsertRow, claimed_jobs, claimed_position, job_get_available,
     job_get_cancel_requested, queue_upsert,
@@ -147,7 +148,7 @@ impl<D: Driver> Producer<D> {
                 Arc::clone(&self.handle),
                 kill.clone(),
             );
-            let mut cursor = ClaimCursor::new(self.config.poll_interval);
+            let mut cursor = ClaimCursor::new(self.config.poll_interval.max(MAX_HEAD_SPACING));
             let _kill_watch = AbortOnDrop(tokio::spawn(cancel_running_on_kill(
                 Arc::clone(&self.handle),
                 kill.clone(),
@@ -352,7 +353,13 @@ impl<D: Driver> Producer<D> {
                 }
             };
             let took = arrived.duration_since(claim.started);
-            cursor.claimed(claim.after.is_none(), claim.started, took, last);
+            cursor.claimed(
+                claim.range,
+                claim.started,
+                took,
+                last,
+                fetched == claim.limit,
+            );
             claim.span.record("num_jobs", fetched);
             self.claim_seconds.record(took.as_secs_f64());
             self.claim_jobs.record(fetched as f64);
@@ -415,7 +422,11 @@ impl<D: Driver> Producer<D> {
                 return Err(e);
             }
             if fetched < claim.limit {
-                if claim.after.is_some() && cursor.ran_dry() {
+                if claim.range.until.is_some() {
+                    // A detour behind the position is done: claims go on from where they were.
+                    continue;
+                }
+                if claim.range.after.is_some() && cursor.ran_dry() {
                     // The end of the queue from the position: look at the head before concluding
                     // it ran dry (later if claims from the head have become slow: the producer
                     // then sleeps until it is due).
@@ -445,7 +456,10 @@ impl<D: Driver> Producer<D> {
     ) -> SentClaim<D> {
         let span = debug_span!("pgmill.claim", queue = %self.queue, limit, num_jobs = Empty);
         let started = Instant::now();
-        let after = cursor.next_claim();
+        if let Some(at) = self.handle.take_rewind() {
+            cursor.rewind(at);
+        }
+        let range = cursor.next_claim();
         let token = self.config.claim_tokens.next();
         let stmt = job_get_available(
             self.executor.schema_ref(),
@@ -453,7 +467,8 @@ impl<D: Driver> Producer<D> {
             limit,
             &self.client_id,
             token,
-            after,
+            range.after,
+            range.until,
         );
         let driver = self.driver.clone();
         let claim = async move {
@@ -477,7 +492,7 @@ impl<D: Driver> Producer<D> {
             claim: Box::pin(claim),
             outcome: None,
             token,
-            after,
+            range,
             limit,
             started,
             span,
@@ -494,8 +509,8 @@ struct SentClaim<D: Driver> {
     outcome: Option<ClaimOutcome<D>>,
     /// The claim's fencing token.
     token: i64,
-    /// Where the claim started (`None`: the head of the queue).
-    after: Option<FetchPosition>,
+    /// Where the claim started and, on a detour, stopped.
+    range: ClaimRange,
     /// Most jobs it claims.
     limit: usize,
     /// When it was sent.
@@ -550,9 +565,27 @@ const CLAIMS_BETWEEN_HEAD_SCANS: u32 = 8;
 /// ...and in time...
 const HEAD_SCAN_INTERVAL: Duration = Duration::from_millis(100);
 /// ...but a claim from the head starts no sooner than this many times the last one took after
-/// that one started (or the poll interval, whichever is sooner), so slow claims from the head
-/// take at most about a fiftieth of the claiming.
+/// that one started (or [`MAX_HEAD_SPACING`] after it, whichever is sooner), so slow claims from
+/// the head take at most about a fiftieth of the claiming.
 const HEAD_SCAN_SPACING: u32 = 50;
+/// The longest spacing between claims from the head (or the poll interval, when longer).
+const MAX_HEAD_SPACING: Duration = Duration::from_secs(60);
+
+/// Where a claim starts (`after`; `None` for the head of the queue) and, on a detour behind the
+/// position, where it stops (`until`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ClaimRange {
+    after: Option<FetchPosition>,
+    until: Option<FetchPosition>,
+}
+
+impl ClaimRange {
+    /// A claim from the head of the queue.
+    const HEAD: ClaimRange = ClaimRange {
+        after: None,
+        until: None,
+    };
+}
 
 /// Where the next claim starts: after the last job claimed, except every few claims (and when a
 /// claim from there finds the queue dry), which start from the head of the queue.
@@ -561,17 +594,25 @@ const HEAD_SCAN_SPACING: u32 = 50;
 /// (they stay in the fetch index, pointing at row versions that are no longer available): with a
 /// deep backlog that is most of a claim's cost, and while another session holds an old snapshot
 /// open (vacuum can remove none of them, and no scan can mark them dead) it grows with every job
-/// claimed. Claims from the last position skip them. A job that becomes available behind that
-/// position (a retry coming due with its old schedule, a job of a higher priority) is claimed by
-/// the next claim from the head: within [`CLAIMS_BETWEEN_HEAD_SCANS`] claims or
-/// [`HEAD_SCAN_INTERVAL`], or [`HEAD_SCAN_SPACING`] times the last claim from the head when
-/// those have become slow (but never later than the poll interval, the wait a producer without
-/// notifications has anyway), so walking dead entries never takes over the producer.
+/// claimed. Claims from the last position skip them.
+///
+/// A job that becomes available behind that position through the engine (a retry or scheduled
+/// job coming due, a rescue, a released claim, this client's own insert of a higher priority) is
+/// announced with its position ([`ClaimCursor::rewind`]): the next claims make a detour, from
+/// just before it up to the position (never walking past it), then go on from the position. One
+/// that arrives there otherwise (another client's insert of a higher priority, an insert whose
+/// transaction committed late, a rewind lost with the listener) is claimed by the next claim from
+/// the head: within [`CLAIMS_BETWEEN_HEAD_SCANS`] claims or [`HEAD_SCAN_INTERVAL`], or
+/// [`HEAD_SCAN_SPACING`] times the last claim from the head when those have become slow (at
+/// most [`MAX_HEAD_SPACING`], or the poll interval when longer), so walking dead entries never
+/// takes more than a fiftieth of the claiming, however long a snapshot holds them.
 #[derive(Debug)]
 struct ClaimCursor {
-    /// The longest spacing between claims from the head: the poll interval.
+    /// The longest spacing between claims from the head.
     max_spacing: Duration,
     position: Option<FetchPosition>,
+    /// On a detour: the position to go back to once the detour's claims run out.
+    detour_end: Option<FetchPosition>,
     since_head: u32,
     /// When the last claim from the head started, and how long it took.
     head_at: Instant,
@@ -589,6 +630,7 @@ impl ClaimCursor {
         ClaimCursor {
             max_spacing,
             position: None,
+            detour_end: None,
             since_head: 0,
             head_at: Instant::now(),
             head_took: Duration::ZERO,
@@ -597,14 +639,38 @@ impl ClaimCursor {
         }
     }
 
-    /// The position the next claim starts after; `None`: from the head.
-    fn next_claim(&mut self) -> Option<FetchPosition> {
-        let position = self.position?;
+    /// Where the next claim starts and stops. A detour goes first; a claim from the head is due
+    /// every few claims otherwise.
+    fn next_claim(&mut self) -> ClaimRange {
+        let Some(position) = self.position else {
+            return ClaimRange::HEAD;
+        };
+        if let Some(end) = self.detour_end {
+            return ClaimRange {
+                after: Some(position),
+                until: Some(end),
+            };
+        }
         if self.head_due() {
-            return None;
+            return ClaimRange::HEAD;
         }
         self.since_head += 1;
-        Some(position)
+        ClaimRange {
+            after: Some(position),
+            until: None,
+        }
+    }
+
+    /// A job was made available at `at`: when that is behind the position, the next claims make
+    /// a detour from just before it (claims start after their position) up to the position. A
+    /// cursor at the head stays there.
+    fn rewind(&mut self, at: FetchPosition) {
+        if let Some(position) = self.position
+            && at <= position
+        {
+            self.detour_end = Some(self.detour_end.map_or(position, |end| end.max(position)));
+            self.position = Some((at.0, at.1, JobId(at.2.0.saturating_sub(1))));
+        }
     }
 
     /// Whether the next claim is from the head.
@@ -621,26 +687,56 @@ impl ClaimCursor {
         (self.head_took * HEAD_SCAN_SPACING).min(self.max_spacing)
     }
 
-    /// Records a claim (`from_head` or not) that started at `started`, took `took` until its
-    /// reply arrived, and whose last job in fetch order was at `last`. A claim that found nothing
-    /// keeps the position: nothing was available, and what comes next is inserted after it or
-    /// found from the head.
+    /// Records a claim over `range` that started at `started`, took `took` until its reply
+    /// arrived, was `full` (it took as many jobs as it asked for), and whose last job in fetch
+    /// order was at `last`.
+    ///
+    /// A claim that was not full took every job it could up to where it stopped: the end of the
+    /// queue for a claim from the head, which then skips on to the position if that is further
+    /// (nothing between was available), and the detour's end for a detour, which then ends. A
+    /// claim that found nothing keeps the position: nothing was available, and what comes next
+    /// is inserted after it, rewound to, or found from the head. A full claim from the head that
+    /// stopped behind the position goes on from its last job, on a detour up to the position.
     fn claimed(
         &mut self,
-        from_head: bool,
+        range: ClaimRange,
         started: Instant,
         took: Duration,
         last: Option<FetchPosition>,
+        full: bool,
     ) {
-        if from_head {
-            self.since_head = 0;
-            self.head_at = started;
-            self.head_took = took;
-            self.head_owed = false;
-            self.head_wake = None;
-        }
-        if last.is_some() {
-            self.position = last;
+        match (range.after, range.until) {
+            (None, _) => {
+                self.since_head = 0;
+                self.head_at = started;
+                self.head_took = took;
+                self.head_owed = false;
+                self.head_wake = None;
+                let reached = self.position.max(self.detour_end);
+                self.detour_end = None;
+                match last {
+                    Some(last) if full && reached.is_some_and(|r| r > last) => {
+                        self.position = Some(last);
+                        self.detour_end = reached;
+                    }
+                    Some(last) => self.position = Some(reached.map_or(last, |r| r.max(last))),
+                    None => {}
+                }
+            }
+            (Some(_), Some(end)) => {
+                if let Some(last) = last {
+                    self.position = Some(last);
+                }
+                if !full {
+                    self.position = Some(self.position.map_or(end, |p| p.max(end)));
+                    self.detour_end = None;
+                }
+            }
+            (Some(_), None) => {
+                if last.is_some() {
+                    self.position = last;
+                }
+            }
         }
     }
 
@@ -677,41 +773,99 @@ mod tests {
         Some((1, chrono::DateTime::UNIX_EPOCH, crate::job::JobId(id)))
     }
 
+    /// A claim after `id`.
+    fn after(id: i64) -> ClaimRange {
+        ClaimRange {
+            after: at(id),
+            until: None,
+        }
+    }
+
+    /// A claim after `from`, up to `to`.
+    fn between(from: i64, to: i64) -> ClaimRange {
+        ClaimRange {
+            after: at(from),
+            until: at(to),
+        }
+    }
+
+    const HEAD: ClaimRange = ClaimRange::HEAD;
+
     #[tokio::test(start_paused = true)]
     async fn claims_start_at_the_position_and_from_the_head_every_few_claims() {
         let mut cursor = ClaimCursor::new(POLL);
         assert_eq!(
             cursor.next_claim(),
-            None,
+            HEAD,
             "nothing claimed yet: from the head"
         );
-        cursor.claimed(true, Instant::now(), Duration::ZERO, at(100));
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, at(100), true);
         for _ in 0..CLAIMS_BETWEEN_HEAD_SCANS {
-            let after = cursor.next_claim();
-            assert_eq!(after, at(100));
-            cursor.claimed(false, Instant::now(), Duration::ZERO, at(100));
+            assert_eq!(cursor.next_claim(), after(100));
+            cursor.claimed(after(100), Instant::now(), Duration::ZERO, at(100), true);
         }
-        assert_eq!(cursor.next_claim(), None, "the head after a few claims");
-        cursor.claimed(true, Instant::now(), Duration::ZERO, at(200));
-        assert_eq!(cursor.next_claim(), at(200));
+        assert_eq!(cursor.next_claim(), HEAD, "the head after a few claims");
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, at(200), true);
+        assert_eq!(cursor.next_claim(), after(200));
         tokio::time::advance(HEAD_SCAN_INTERVAL).await;
-        assert_eq!(cursor.next_claim(), None, "the head after a while");
+        assert_eq!(cursor.next_claim(), HEAD, "the head after a while");
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_dry_queue_is_looked_at_from_the_head_and_keeps_the_position() {
         let mut cursor = ClaimCursor::new(POLL);
-        cursor.claimed(true, Instant::now(), Duration::ZERO, at(100));
-        assert_eq!(cursor.next_claim(), at(100));
-        cursor.claimed(false, Instant::now(), Duration::ZERO, None);
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, at(100), true);
+        assert_eq!(cursor.next_claim(), after(100));
+        cursor.claimed(after(100), Instant::now(), Duration::ZERO, None, false);
         assert!(cursor.ran_dry(), "a cheap head is looked at at once");
-        assert_eq!(cursor.next_claim(), None);
-        cursor.claimed(true, Instant::now(), Duration::ZERO, None);
+        assert_eq!(cursor.next_claim(), HEAD);
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, None, false);
         assert_eq!(cursor.take_head_wake(), None);
         assert_eq!(
             cursor.next_claim(),
-            at(100),
+            after(100),
             "a head that found nothing keeps the position"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_head_claim_that_ran_out_behind_the_position_skips_back_to_it() {
+        let mut cursor = ClaimCursor::new(POLL);
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, at(100), true);
+        tokio::time::advance(HEAD_SCAN_INTERVAL).await;
+        assert_eq!(cursor.next_claim(), HEAD);
+        // It found one job behind the position and nothing more: nothing is left in between.
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, at(40), false);
+        assert_eq!(cursor.next_claim(), after(100));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_head_claim_behind_the_position_goes_on_to_it_on_a_detour() {
+        let mut cursor = ClaimCursor::new(POLL);
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, at(100), true);
+        tokio::time::advance(HEAD_SCAN_INTERVAL).await;
+        assert_eq!(cursor.next_claim(), HEAD);
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, at(40), true);
+        assert_eq!(cursor.next_claim(), between(40, 100), "up to where it was");
+        cursor.claimed(
+            between(40, 100),
+            Instant::now(),
+            Duration::ZERO,
+            at(70),
+            true,
+        );
+        assert_eq!(cursor.next_claim(), between(70, 100));
+        cursor.claimed(
+            between(70, 100),
+            Instant::now(),
+            Duration::ZERO,
+            at(80),
+            false,
+        );
+        assert_eq!(
+            cursor.next_claim(),
+            after(100),
+            "the detour ran out: on from the position"
         );
     }
 
@@ -721,41 +875,68 @@ mod tests {
         let started = Instant::now();
         let took = Duration::from_millis(300);
         tokio::time::advance(took).await;
-        cursor.claimed(true, started, started.elapsed(), at(100));
+        cursor.claimed(HEAD, started, started.elapsed(), at(100), true);
         // Past the interval and the claim count, but not yet fifty times the head's cost.
         tokio::time::advance(HEAD_SCAN_INTERVAL).await;
         for _ in 0..CLAIMS_BETWEEN_HEAD_SCANS + 1 {
-            assert_eq!(cursor.next_claim(), at(100));
-            cursor.claimed(false, Instant::now(), Duration::ZERO, None);
+            assert_eq!(cursor.next_claim(), after(100));
+            cursor.claimed(after(100), Instant::now(), Duration::ZERO, None, false);
         }
         assert!(!cursor.ran_dry(), "the owed head waits for its spacing");
         let wait = cursor.take_head_wake().unwrap();
         assert_eq!(wait, took * HEAD_SCAN_SPACING - took - HEAD_SCAN_INTERVAL);
         assert_eq!(cursor.take_head_wake(), None, "the wake-up is taken once");
-        assert_eq!(cursor.next_claim(), at(100));
+        assert_eq!(cursor.next_claim(), after(100));
         tokio::time::advance(wait).await;
-        assert_eq!(cursor.next_claim(), None, "then the head");
-        cursor.claimed(true, Instant::now(), Duration::ZERO, None);
-        assert_eq!(cursor.next_claim(), at(100));
+        assert_eq!(cursor.next_claim(), HEAD, "then the head");
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, None, false);
+        assert_eq!(cursor.next_claim(), after(100));
     }
 
     #[tokio::test(start_paused = true)]
-    async fn claims_from_the_head_are_never_spaced_beyond_the_poll_interval() {
-        let poll = Duration::from_secs(1);
-        let mut cursor = ClaimCursor::new(poll);
+    async fn a_rewind_behind_the_position_makes_a_detour_up_to_it() {
+        let mut cursor = ClaimCursor::new(POLL);
+        cursor.claimed(HEAD, Instant::now(), Duration::ZERO, at(100), true);
+        cursor.rewind(at(150).unwrap());
+        assert_eq!(cursor.next_claim(), after(100), "ahead: nothing to do");
+        cursor.rewind(at(40).unwrap());
+        assert_eq!(cursor.next_claim(), between(39, 100), "from just before it");
+        cursor.rewind(at(20).unwrap());
+        assert_eq!(
+            cursor.next_claim(),
+            between(19, 100),
+            "a second rewind reaches as far"
+        );
+        cursor.claimed(
+            between(19, 100),
+            Instant::now(),
+            Duration::ZERO,
+            at(40),
+            false,
+        );
+        assert_eq!(cursor.next_claim(), after(100), "then on from where it was");
+        let mut fresh = ClaimCursor::new(POLL);
+        fresh.rewind(at(40).unwrap());
+        assert_eq!(fresh.next_claim(), HEAD, "a cursor at the head stays there");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn claims_from_the_head_are_never_spaced_beyond_the_longest_spacing() {
+        let longest = Duration::from_secs(1);
+        let mut cursor = ClaimCursor::new(longest);
         let started = Instant::now();
         // Fifty times this would be 15 s.
         tokio::time::advance(Duration::from_millis(300)).await;
-        cursor.claimed(true, started, started.elapsed(), at(100));
-        assert_eq!(cursor.next_claim(), at(100));
-        cursor.claimed(false, Instant::now(), Duration::ZERO, None);
+        cursor.claimed(HEAD, started, started.elapsed(), at(100), true);
+        assert_eq!(cursor.next_claim(), after(100));
+        cursor.claimed(after(100), Instant::now(), Duration::ZERO, None, false);
         assert!(!cursor.ran_dry());
         assert_eq!(
             cursor.take_head_wake(),
             Some(Duration::from_millis(700)),
-            "due one poll interval after the last one started"
+            "due one longest spacing after the last one started"
         );
         tokio::time::advance(Duration::from_millis(700)).await;
-        assert_eq!(cursor.next_claim(), None);
+        assert_eq!(cursor.next_claim(), HEAD);
     }
 }

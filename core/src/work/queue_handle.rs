@@ -15,6 +15,7 @@ use tracing::info;
 
 use crate::fast_hash::FastMap;
 use crate::job::JobId;
+use crate::query::FetchPosition;
 
 /// What the rest of the client shares with one queue's producer.
 #[derive(Debug, Default)]
@@ -24,6 +25,9 @@ pub(crate) struct QueueHandle {
     resync: AtomicBool,
     running: Mutex<FastMap<u64, Arc<ClaimedBatch>>>,
     next_batch: AtomicU64,
+    /// The earliest position a job was made available at behind where claims start, not yet
+    /// taken by the producer.
+    rewind: Mutex<Option<FetchPosition>>,
 }
 
 /// The jobs of one claim, each with its cancellation token, while any of them is buffered or
@@ -56,6 +60,21 @@ impl QueueHandle {
     /// Asks the producer to fetch now.
     pub(crate) fn wake(&self) {
         self.wake.notify_one();
+    }
+
+    /// A job was made available at `position`, maybe behind where the producer claims from: its
+    /// next claim starts there at the latest. Wakes the producer.
+    pub(crate) fn rewind(&self, position: FetchPosition) {
+        {
+            let mut at = self.rewind.lock().unwrap_or_else(|p| p.into_inner());
+            *at = Some(at.map_or(position, |p| p.min(position)));
+        }
+        self.wake();
+    }
+
+    /// The earliest position rewound to since the last call, once.
+    pub(crate) fn take_rewind(&self) -> Option<FetchPosition> {
+        self.rewind.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 
     /// Pauses or resumes fetching (running jobs are not touched).

@@ -35,7 +35,7 @@ pub async fn rolled_back_host_insert_never_runs<H: Harness>() {
     })
     .await;
     client.stop().await;
-    assert_eq!(ctx.count("pgmill_job").await, 1);
+    assert_eq!(ctx.count("pgmill_job_all").await, 1);
     assert!(client.job_get(inside[0].id).await.unwrap().is_none());
     assert_eq!(worker.total_runs(), 1);
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use pgmill::admin::DeadFilter;
 use pgmill::driver::{Driver, Executor, Statement};
 use pgmill::maintenance::JobRescuerConfig;
 use pgmill::middleware::{METRICS, MetricsConfig};
@@ -144,6 +145,22 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
             ) == Some(1.0)
     })
     .await;
+
+    wait_for("the leader sampled the dead-letter queue", async || {
+        probe.gauge("pgmill_dead_jobs", &[("queue", "default")]) == Some(1.0)
+    })
+    .await;
+    // Redriving and purging nothing still reports on the counters (from a client whose
+    // connections were not terminated).
+    let operator = pgmill::Client::builder(ctx.driver.clone())
+        .schema(ctx.schema.clone())
+        .metrics(metrics(&probe))
+        .build()
+        .unwrap();
+    let nothing = DeadFilter::new().kinds(["no_such_kind"]);
+    let report = operator.dead_redrive(&nothing).await.unwrap();
+    assert!(report.redriven.is_empty());
+    assert_eq!(operator.dead_purge(&nothing).await.unwrap(), 0);
 
     for m in METRICS {
         let sets = probe.label_sets(m.kind, m.name);

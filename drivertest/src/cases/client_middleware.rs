@@ -325,14 +325,14 @@ pub async fn insert_hooks_run_on_every_insert_path<H: Harness>() {
         .await
         .unwrap();
 
-    let rows =
-        ctx.conn()
-            .await
-            .query(&ctx.stmt(
-                "SELECT (args->>'n')::bigint AS n, metadata FROM {schema}.pgmill_job ORDER BY 1",
-            ))
-            .await
-            .unwrap();
+    let rows = ctx
+        .conn()
+        .await
+        .query(&ctx.stmt(
+            "SELECT (args->>'n')::bigint AS n, metadata FROM {schema}.pgmill_job_all ORDER BY 1",
+        ))
+        .await
+        .unwrap();
     assert_eq!(rows.len(), 12, "every job inserted once");
     for row in &rows {
         let n: i64 = row.get("n").unwrap();

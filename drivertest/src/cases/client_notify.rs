@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use pgmill::driver::{Driver, Executor, Listener, ListenerEvent, Statement, Transaction};
-use pgmill::{InsertOpts, InsertParams, Inserter, JobState, UniqueOpts};
+use pgmill::{InsertOpts, InsertParams, Inserter, JobState, ListenerState, UniqueOpts};
 
 use crate::scripted::{
     ScriptedWorker, Task, count_in, tagged_driver, terminate_tagged, test_client, wait_for,
@@ -17,7 +17,7 @@ const LONG_POLL: Duration = Duration::from_secs(120);
 
 /// Waits up to 30 s (far below [`LONG_POLL`]) for `n` completed jobs.
 async fn completes_without_polling<D: Driver>(ctx: &TestContext<D>, n: i64) {
-    let done = crate::eventually(Duration::from_secs(30), async || {
+    let done = crate::testdb::eventually(Duration::from_secs(30), async || {
         count_in(ctx, JobState::Completed).await == n
     })
     .await;
@@ -25,7 +25,8 @@ async fn completes_without_polling<D: Driver>(ctx: &TestContext<D>, n: i64) {
 }
 
 /// A started client working the default queue with `slots` ok workers, polling so rarely that
-/// a job it picks up must have been announced.
+/// a job it picks up must have been announced; returned once it listens and its producer is
+/// idle ([`listening_and_idle`]).
 async fn never_polling_worker<H: Harness>(
     ctx: &TestContext<H::Driver>,
     slots: usize,
@@ -36,16 +37,65 @@ async fn never_polling_worker<H: Harness>(
         .worker(ScriptedWorker::ok())
         .build()
         .unwrap();
+    log_fetches(ctx).await;
     client.start().await.unwrap();
+    listening_and_idle(ctx, &client).await;
     client
+}
+
+/// Logs, in order, in the table `fetch_log` of the test's schema, each registration or refresh
+/// of a queue row (`refresh`) and each claim (`claim`: an UPDATE of `pgmill_job` setting jobs
+/// running, also when it finds none), for [`listening_and_idle`]. Call before the client starts.
+async fn log_fetches<D: Driver>(ctx: &TestContext<D>) {
+    ctx.script(&ctx.schema.render(
+        "CREATE TABLE {schema}.fetch_log (seq bigserial PRIMARY KEY, what text NOT NULL);
+         CREATE FUNCTION {schema}.log_fetch() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           IF TG_TABLE_NAME = 'pgmill_queue' THEN
+             INSERT INTO {schema}.fetch_log (what) VALUES ('refresh');
+           ELSIF current_query() LIKE '%SET state = ''running''%' THEN
+             INSERT INTO {schema}.fetch_log (what) VALUES ('claim');
+           END IF;
+           RETURN NULL;
+         END $$;
+         CREATE TRIGGER log_refresh AFTER INSERT ON {schema}.pgmill_queue
+           FOR EACH STATEMENT EXECUTE FUNCTION {schema}.log_fetch();
+         CREATE TRIGGER log_claim AFTER UPDATE ON {schema}.pgmill_job
+           FOR EACH STATEMENT EXECUTE FUNCTION {schema}.log_fetch();",
+    ))
+    .await;
+}
+
+/// Waits until `client` (working one queue, its fetches logged by [`log_fetches`]) listens and
+/// its producer is idle, so that only a notification (or its poll) makes it fetch again.
+///
+/// The listener reports [`ListenerState::Listening`] once it listens, and then makes the
+/// producer look again (anything sent before was missed): the producer refreshes its queue row
+/// and claims. Its first refresh comes before its first claim; so the claim after its second
+/// refresh is its last until something wakes it. A job inserted before that claim would be
+/// picked up without a notification.
+async fn listening_and_idle<D: Driver>(ctx: &TestContext<D>, client: &pgmill::Client<D>) {
+    wait_for("the listener listening", async || {
+        client.health().await.listener == ListenerState::Listening
+    })
+    .await;
+    let settled = ctx.stmt(
+        "SELECT EXISTS (SELECT 1 FROM {schema}.fetch_log AS c WHERE c.what = 'claim' \
+           AND c.seq > (SELECT r.seq FROM {schema}.fetch_log AS r WHERE r.what = 'refresh' \
+                        ORDER BY r.seq OFFSET 1 LIMIT 1)) AS settled",
+    );
+    wait_for(
+        "the producer's fetch after the listener opened",
+        async || ctx.conn().await.query_scalar(&settled).await.unwrap(),
+    )
+    .await;
 }
 
 /// A job committed by another process wakes an idle, listening producer (no poll needed).
 pub async fn insert_notification_wakes_an_idle_producer<H: Harness>() {
     let ctx = ctx::<H>().await;
     let client = never_polling_worker::<H>(&ctx, 2).await;
-    // Let the producer's first fetch and the listener settle, then insert from "elsewhere".
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The producer idle and the listener listening: insert from "elsewhere".
     let elsewhere = Inserter::new(ctx.schema.clone());
     elsewhere
         .insert(&mut ctx.conn().await, Task { n: 1 })
@@ -199,9 +249,10 @@ pub async fn losing_the_listener_mid_run_recovers<H: Harness>() {
         .worker(worker.clone())
         .build()
         .unwrap();
+    log_fetches(&ctx).await;
     client.start().await.unwrap();
     let elsewhere = Inserter::new(ctx.schema.clone()).with_notify_cooldown(None);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    listening_and_idle(&ctx, &client).await;
     let notify_now = Inserter::new(ctx.schema.clone());
     notify_now
         .insert(&mut ctx.conn().await, Task { n: 1 })
@@ -280,9 +331,8 @@ pub async fn client_committed_inserts_are_each_announced<H: Harness>() {
     );
 }
 
-/// A listener on the insert channel, a started worker client that never polls, and an inserting
-/// client, after the worker's first fetch and the listener have settled: the next insert comes
-/// after a quiet moment.
+/// A listener on the insert channel, a started worker client that never polls, listening and
+/// idle, and an inserting client: the next insert comes after a quiet moment.
 async fn quiet_start<H: Harness>(
     ctx: &TestContext<H::Driver>,
 ) -> (
@@ -292,7 +342,6 @@ async fn quiet_start<H: Harness>(
 ) {
     let l = insert_listener::<H>(ctx).await;
     let worker_client = never_polling_worker::<H>(ctx, 2).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
     (l, worker_client, test_client(ctx).build().unwrap())
 }
 
@@ -654,7 +703,7 @@ pub async fn a_rolled_back_held_back_insert_is_looked_at_no_more<H: Harness>() {
     let mut tx = conn.begin().await.unwrap();
     inserter.insert(&mut tx, Task { n: 2 }).await.unwrap();
     tx.rollback().await.unwrap();
-    let looked = crate::eventually(Duration::from_secs(10), async || {
+    let looked = crate::testdb::eventually(Duration::from_secs(10), async || {
         last_look(&ctx, &tag).await.is_some()
     })
     .await;

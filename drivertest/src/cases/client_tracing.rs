@@ -13,17 +13,23 @@ use crate::log_capture::{
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, migrated as ctx};
 
+/// How long the worker of [`worker_lines_carry_the_job_span_fields`] works.
+const WORK: std::time::Duration = std::time::Duration::from_millis(80);
+
 fn message(e: &CapturedEvent) -> &str {
     e.fields.get("message").map_or("", String::as_str)
 }
 
 /// What a worker logs carries the job's id, kind, queue, attempt, max attempts and priority; the
-/// span logs its start and finish at DEBUG and records the outcome and duration.
+/// span logs its start and finish at DEBUG and records the outcome and duration: the work's own,
+/// at least the time the worker takes and at most the time from the insert to the end.
 pub async fn worker_lines_carry_the_job_span_fields<H: Harness>() {
     let ctx = ctx::<H>().await;
     let queue = capture_queue(&ctx.schema);
     let worker = ScriptedWorker::new(|run| async move {
         tracing::info!(n = run.n, "worker says hello");
+        // The work takes this long: its recorded duration can be checked against it.
+        tokio::time::sleep(WORK).await;
         Ok(())
     });
     let client = test_client(&ctx)
@@ -33,12 +39,16 @@ pub async fn worker_lines_carry_the_job_span_fields<H: Harness>() {
         .unwrap();
     client.start().await.unwrap();
     let opts = InsertOpts::new().queue(&queue).priority(2).max_attempts(5);
+    let inserted_at = std::time::Instant::now();
     let job = client.insert_with(Task { n: 7 }, opts).await.unwrap();
     wait_for("completion and the span closed", async || {
         count_in(&ctx, JobState::Completed).await == 1 && closed_spans(&queue).len() == 1
     })
     .await;
+    let wall_ms = inserted_at.elapsed().as_secs_f64() * 1e3;
     client.stop().await;
+    let work_ms = WORK.as_secs_f64() * 1e3;
+    let in_bounds = |ms: f64| ms >= work_ms && ms <= wall_ms;
 
     let events = events(&queue);
     let hello = events
@@ -76,11 +86,20 @@ pub async fn worker_lines_carry_the_job_span_fields<H: Harness>() {
     assert_eq!(finished.level, Level::DEBUG);
     assert_eq!(finished.fields["outcome"], "completed");
     let ms: f64 = finished.fields["duration_ms"].parse().unwrap();
-    assert!(ms >= 0.0);
+    assert!(
+        in_bounds(ms),
+        "the finish line's duration {ms} ms is not within the work's {work_ms} ms and the \
+         {wall_ms} ms from insert to completion"
+    );
 
     let span = &closed_spans(&queue)[0];
     assert_eq!(span["outcome"], "completed");
-    assert!(span["duration_ms"].parse::<f64>().unwrap() >= 0.0);
+    let ms: f64 = span["duration_ms"].parse().unwrap();
+    assert!(
+        in_bounds(ms),
+        "the span's duration {ms} ms is not within the work's {work_ms} ms and the {wall_ms} ms \
+         from insert to completion"
+    );
     assert!(
         !span.contains_key("otel.status_code"),
         "success is no error"

@@ -4,18 +4,19 @@
 
 use std::time::Duration;
 
-use chrono::{TimeZone, Utc};
+use chrono::{DateTime, TimeZone, Utc};
+use pgmill::driver::Statement;
 use pgmill::{InsertOpts, InsertParams, JobState, UniqueOpts};
 
 use crate::scripted::{Task, set_state, test_client};
-use crate::{Harness, TestContext, migrated as ctx};
+use crate::{Harness, HostWork, TestContext, migrated as ctx};
 
 fn unique_task(n: i64, unique: UniqueOpts) -> InsertParams {
     InsertParams::from_args(&Task { n }, Some(InsertOpts::new().unique(unique))).unwrap()
 }
 
 async fn jobs_in_table<D: pgmill::driver::Driver>(ctx: &TestContext<D>) -> i64 {
-    ctx.count("pgmill_job").await
+    ctx.count("pgmill_job_all").await
 }
 
 /// Sixteen tasks inserting the same unique job at once, each committing its own insert, and
@@ -127,7 +128,11 @@ pub async fn many_and_bulk_inserts_skip_duplicates_of_each_other_and_of_existing
 }
 
 /// Unique by period: jobs scheduled in the same period are duplicates, across its boundary they
-/// are not.
+/// are not. A job inserted with no scheduled time falls in the period of the database's `now()`:
+/// inserted in an application transaction that first reads `now()` (the same clock for the whole
+/// transaction), its period is known to the microsecond, so jobs scheduled at that period's
+/// first and last microsecond are its duplicates and jobs one microsecond outside are not,
+/// whenever the test runs.
 pub async fn period_boundary_separates_unique_jobs<H: Harness>() {
     let ctx = ctx::<H>().await;
     let client = test_client(&ctx).build().unwrap();
@@ -152,20 +157,42 @@ pub async fn period_boundary_separates_unique_jobs<H: Harness>() {
     assert!(same_hour.skipped_as_duplicate && same_hour.id == first.id);
     assert!(!next_hour.skipped_as_duplicate && next_hour.id != first.id);
     assert_eq!(next_hour.state, JobState::Scheduled);
-    // Jobs due now fall in the current period by the database clock.
-    let now_a = client
-        .insert_with(Task { n: 0 }, InsertOpts::new().unique(hourly.clone()))
-        .await
+
+    // A job due now, in the period of the database clock's now(), read in its own transaction.
+    let due_now = HostWork {
+        statements: vec![Statement::new("SELECT now() AS now")],
+        jobs: Some((
+            client.inserter().clone(),
+            vec![unique_task(1, hourly.clone())],
+        )),
+        commit: true,
+    };
+    let done = H::run_host_transaction(&ctx.url, due_now).await.unwrap();
+    let now: DateTime<Utc> = done.rows[0][0].get("now").unwrap();
+    let now_job = &done.jobs[0];
+    assert!(!now_job.skipped_as_duplicate);
+    assert_eq!(now_job.state, JobState::Available);
+    let hour_us: i64 = 3_600_000_000;
+    let start = Utc
+        .timestamp_micros(now.timestamp_micros().div_euclid(hour_us) * hour_us)
         .unwrap();
-    let now_b = client
-        .insert_with(Task { n: 0 }, InsertOpts::new().unique(hourly.clone()))
-        .await
-        .unwrap();
-    assert!(!now_a.skipped_as_duplicate);
-    assert!(
-        now_b.skipped_as_duplicate || now_b.id != now_a.id,
-        "either the same period or the next one"
-    );
+    let hour = chrono::TimeDelta::microseconds(hour_us);
+    let one_us = chrono::TimeDelta::microseconds(1);
+    let same_period = [start, start + hour - one_us];
+    for when in same_period {
+        let got = insert(when).await;
+        assert!(
+            got.skipped_as_duplicate && got.id == now_job.id,
+            "scheduled at {when}, in the period of the database's now() {now}: {got:?}"
+        );
+    }
+    for when in [start - one_us, start + hour] {
+        let got = insert(when).await;
+        assert!(
+            !got.skipped_as_duplicate && got.id != now_job.id,
+            "scheduled at {when}, outside the period of the database's now() {now}: {got:?}"
+        );
+    }
 }
 
 /// A job keeps duplicates out while it is in one of its unique states: a running job always, a

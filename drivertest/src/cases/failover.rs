@@ -49,7 +49,7 @@ pub async fn crash_restart_while_jobs_run_loses_nothing<H: Harness>() {
     })
     .await;
     cluster.restart_immediate().expect("crash restart");
-    let done = crate::eventually(Duration::from_secs(60), async || {
+    let done = crate::testdb::eventually(Duration::from_secs(60), async || {
         count_in(&ctx, JobState::Completed).await == 400
     })
     .await;
@@ -123,6 +123,11 @@ pub async fn read_only_server_makes_the_client_reopen_connections<H: Harness>() 
         rows.iter().map(|r| r.get("pid").unwrap()).collect()
     };
     let before = backends().await;
+    // The listener and at least one pooled connection: else nothing below could fail.
+    assert!(
+        before.len() >= 2,
+        "the client's backends were not found: {before:?}"
+    );
     ctx.script("ALTER SYSTEM SET default_transaction_read_only = on")
         .await;
     ctx.script("SELECT pg_reload_conf()").await;
@@ -248,7 +253,7 @@ pub async fn promoted_replica_that_missed_acknowledged_commits_loses_only_those<
             .conn()
             .await
             .query(&c.stmt(&format!(
-                "SELECT (args->>'n')::bigint AS n, {sql} AS v FROM {{schema}}.pgmill_job"
+                "SELECT (args->>'n')::bigint AS n, {sql} AS v FROM {{schema}}.pgmill_job_all"
             )))
             .await
             .expect("jobs by n");
@@ -315,7 +320,7 @@ pub async fn promoted_replica_that_missed_acknowledged_commits_loses_only_those<
         let inserted = clients[(n % 2) as usize].insert(Task { n }).await.unwrap();
         lost_ids.insert(n, inserted.job.id.0);
     }
-    let drained = crate::eventually(Duration::from_secs(60), async || {
+    let drained = crate::testdb::eventually(Duration::from_secs(60), async || {
         completed_except_held(&ctx, (KEPT + LOST) as usize - held_n.len()).await
     })
     .await;
@@ -392,7 +397,7 @@ pub async fn promoted_replica_that_missed_acknowledged_commits_loses_only_those<
 
     // The clients recover by themselves: jobs they insert now are worked.
     let mut insert_ok = None;
-    let inserted = crate::eventually(Duration::from_secs(60), async || {
+    let inserted = crate::testdb::eventually(Duration::from_secs(60), async || {
         let ok = clients[1]
             .insert_many(&(3000..3000 + AFTER).map(task).collect::<Vec<_>>())
             .await
@@ -408,7 +413,7 @@ pub async fn promoted_replica_that_missed_acknowledged_commits_loses_only_those<
         "no insert succeeded through the forwarder after the failover"
     );
     let mut first_done = None;
-    let worked = crate::eventually(Duration::from_secs(60), async || {
+    let worked = crate::testdb::eventually(Duration::from_secs(60), async || {
         let states = by_n(&rctx, "state::text").await;
         let done = (3000..3000 + AFTER)
             .filter(|n| states.get(n).is_some_and(|s| s == "completed"))
@@ -426,7 +431,7 @@ pub async fn promoted_replica_that_missed_acknowledged_commits_loses_only_those<
     );
     gate.store(true, Ordering::SeqCst);
     let all = (KEPT + 2 * AFTER) as usize;
-    let settled = crate::eventually(Duration::from_secs(60), async || {
+    let settled = crate::testdb::eventually(Duration::from_secs(60), async || {
         let states = by_n(&rctx, "state::text").await;
         states.len() == all && states.values().all(|s| s == "completed")
     })

@@ -54,7 +54,8 @@ pub async fn resignation_hands_over_at_once<H: Harness>() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!b.is_leader());
     a.stop().await;
-    let took_over = crate::eventually(Duration::from_secs(30), async || b.is_leader()).await;
+    let took_over =
+        crate::testdb::eventually(Duration::from_secs(30), async || b.is_leader()).await;
     assert!(took_over, "the follower took over after the resignation");
     assert_eq!(b.leader().await.unwrap().unwrap().leader_id, b.id());
     b.stop().await;

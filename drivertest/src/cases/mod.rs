@@ -32,5 +32,6 @@ pub mod queue_names;
 pub mod queue_stats;
 pub mod rescue;
 pub mod row_decode;
+pub mod storage;
 pub mod transaction;
 pub mod value_round_trip;

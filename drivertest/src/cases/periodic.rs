@@ -43,6 +43,13 @@ fn periodic_client<D: pgmill::driver::Driver>(
 }
 
 /// Ticks of an interval schedule are enqueued one job each, counted in the schedule's row.
+///
+/// The row's count is bumped in the transaction that inserts the job, so a tick enqueued twice
+/// would count twice too: the jobs themselves are checked. Ticks follow one another every
+/// 300 ms from the first (`next_run_at` stays on that grid), and a tick's job is inserted (its
+/// `created_at`, the transaction's `now()`) once the tick is due and before the next tick after
+/// that moment is taken: so no two jobs of distinct ticks are created within one 300 ms step of
+/// the grid, and two jobs in one step are one tick enqueued twice.
 pub async fn each_tick_is_enqueued_once_with_several_clients<H: Harness>() {
     let ctx = TestContext::<H::Driver>::migrated::<H>().await;
     let job = || PeriodicJob::new("tick", every(300), || Task { n: 0 }).unwrap();
@@ -61,8 +68,37 @@ pub async fn each_tick_is_enqueued_once_with_several_clients<H: Harness>() {
         c.stop().await;
     }
     let row = clients[0].periodic_get("tick").await.unwrap().unwrap();
-    let jobs = ctx.count("pgmill_job").await;
+    let jobs = ctx.count("pgmill_job_all").await;
     assert_eq!(row.run_count, jobs, "one job per tick, never two");
+    let created: Vec<chrono::DateTime<chrono::Utc>> = ctx
+        .conn()
+        .await
+        .query(&ctx.stmt(
+            "SELECT created_at FROM {schema}.pgmill_job_all \
+             WHERE metadata->>'periodic' = 'tick' ORDER BY created_at",
+        ))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get("created_at").unwrap())
+        .collect();
+    assert_eq!(created.len() as i64, jobs, "every job is the schedule's");
+    let step_us = 300_000;
+    let steps: Vec<i64> = created
+        .iter()
+        .map(|at| {
+            (*at - row.next_run_at)
+                .num_microseconds()
+                .unwrap()
+                .div_euclid(step_us)
+        })
+        .collect();
+    assert!(
+        steps.windows(2).all(|w| w[0] < w[1]),
+        "two jobs within one 300 ms step of the schedule (steps {steps:?} before the next run \
+         at {}): a tick was enqueued twice",
+        row.next_run_at
+    );
     assert_eq!(row.success_count, count_in(&ctx, JobState::Completed).await);
     assert_eq!(row.schedule, "every 300ms");
     assert!(row.last_job_id.is_some() && row.last_success_at.is_some());
@@ -112,7 +148,7 @@ pub async fn missed_ticks_are_caught_up_once_or_skipped<H: Harness>() {
     let catch_up = client.periodic_get("catch_up").await.unwrap().unwrap();
     let skip = client.periodic_get("skip").await.unwrap().unwrap();
     assert_eq!((catch_up.run_count, skip.run_count), (1, 0));
-    assert_eq!(ctx.count("pgmill_job").await, 1);
+    assert_eq!(ctx.count("pgmill_job_all").await, 1);
 }
 
 /// `run_on_start` enqueues at once; a paused schedule enqueues nothing until resumed.

@@ -13,6 +13,7 @@ use pgmill::{Client, InsertParams, JobState};
 use tokio::sync::Semaphore;
 
 use crate::doomed::DoomedProcess;
+use crate::log_capture::{engine_events, watch_engine_spans};
 use crate::metrics_probe::MetricsProbe;
 use crate::scripted::{ScriptedWorker, Task, count_in, test_client, wait_for};
 use crate::{Harness, TestContext, migrated as ctx};
@@ -46,7 +47,7 @@ async fn jobs<D: pgmill::driver::Driver>(ctx: &TestContext<D>) -> Vec<(i64, Stri
         .await
         .query(&ctx.stmt(
             "SELECT (args->>'n')::int8 AS n, state::text AS state, attempt::int8 AS attempt \
-             FROM {schema}.pgmill_job ORDER BY 1",
+             FROM {schema}.pgmill_job_all ORDER BY 1",
         ))
         .await
         .unwrap();
@@ -150,14 +151,22 @@ pub async fn cancel_reaches_a_buffered_job<H: Harness>() {
         .await
         .unwrap();
     let buffered = page.jobs.iter().find(|j| j.args["n"] == 1).unwrap().id;
+    let schema = ctx.schema.name();
+    watch_engine_spans(schema);
     let cancelled = operator.job_cancel(buffered).await.unwrap().unwrap();
     assert_eq!(
         cancelled.state,
         JobState::Running,
         "marked, its client told"
     );
-    // Give the control notification time to arrive before the buffered job's turn comes.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The control notification reaches the client's listener, which cancels the buffered job,
+    // before the job's turn comes.
+    wait_for("the client told to cancel the buffered job", async || {
+        engine_events("cancelling a running job on request", "schema", schema)
+            .iter()
+            .any(|e| e.get("job_id") == Some(&buffered.0.to_string()))
+    })
+    .await;
     gate.add_permits(1);
     wait_for("the other two completed", async || {
         count_in(&ctx, JobState::Completed).await == 2

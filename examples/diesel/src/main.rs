@@ -91,7 +91,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             let id = job_id.expect("inserted").0;
             let found: Exists = diesel::sql_query(
-                "SELECT EXISTS (SELECT 1 FROM pgmill_job WHERE id = $1) AS exists",
+                "SELECT EXISTS (SELECT 1 FROM pgmill_job_all WHERE id = $1) AS exists",
             )
             .bind::<BigInt, _>(id)
             .get_result(&mut conn)

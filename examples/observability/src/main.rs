@@ -1,7 +1,7 @@
 //! Run with: cargo run -p example-observability
 //!
 //! With no `DATABASE_URL` it starts a throwaway PostgreSQL cluster from the installed binaries
-//! (and removes it at the end). It installs
+//! (and removes it at the end); `PGMILL_SCHEMA` names the schema (default `public`). It installs
 //!
 //! - an OpenTelemetry tracer fed by `tracing-opentelemetry`, exporting to stdout (and over OTLP/HTTP
 //!   when `OTEL_EXPORTER_OTLP_ENDPOINT` is set, e.g. `http://localhost:4318`), with a W3C trace
@@ -30,12 +30,14 @@ use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use pgmill::middleware::{MetricsConfig, TRACE_METADATA_KEY, TraceHeaders, TracePropagator};
-use pgmill::{Client, EventKind, InsertOpts, Job, JobArgs, JobError, Worker};
+use pgmill::{Client, EventKind, InsertOpts, Job, JobArgs, JobError, Schema, Worker};
 use pgmill_driver_sqlx::SqlxDriver;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{Instrument, info, info_span};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -205,12 +207,22 @@ async fn main() -> Result<(), Box<dyn Error>> {
     }
     let provider = provider.build();
     let tracer = provider.tracer("example-observability");
+    // RUST_LOG filters the log lines only: the traces keep every INFO span (the request's and
+    // pgmill's) whatever the log level, or a quieter RUST_LOG would lose the trace.
     tracing_subscriber::registry()
         .with(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| "info".into()),
+                ),
         )
-        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
-        .with(tracing_opentelemetry::layer().with_tracer(tracer))
+        .with(
+            tracing_opentelemetry::layer()
+                .with_tracer(tracer)
+                .with_filter(LevelFilter::INFO),
+        )
         .init();
 
     // Metrics: a Prometheus recorder with its scrape endpoint, installed before the client.
@@ -228,8 +240,13 @@ async fn main() -> Result<(), Box<dyn Error>> {
             (cluster.url(), Some(cluster))
         }
     };
+    let schema = match std::env::var("PGMILL_SCHEMA") {
+        Ok(name) => Schema::new(&name)?,
+        Err(_) => Schema::public(),
+    };
     let pool = sqlx::PgPool::connect(&url).await?;
     let client = Client::builder(SqlxDriver::new(pool))
+        .schema(schema)
         .queue("default", 10)
         .worker(WelcomeEmailWorker::default())
         .metrics(MetricsConfig::new().sample_interval(Duration::from_millis(250)))

@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             tx.rollback().await?;
         }
         let exists: bool =
-            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pgmill_job WHERE id = $1)")
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pgmill_job_all WHERE id = $1)")
                 .bind(job.id.0)
                 .fetch_one(&pool)
                 .await?;

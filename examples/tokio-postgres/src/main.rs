@@ -48,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let row = client
             .query_one(
-                "SELECT EXISTS (SELECT 1 FROM pgmill_job WHERE id = $1)",
+                "SELECT EXISTS (SELECT 1 FROM pgmill_job_all WHERE id = $1)",
                 &[&job.id.0],
             )
             .await?;

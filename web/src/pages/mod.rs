@@ -4,6 +4,7 @@
 pub(crate) mod bulk;
 pub(crate) mod charts;
 pub(crate) mod clients;
+pub(crate) mod dead;
 pub(crate) mod job;
 pub(crate) mod jobs;
 pub(crate) mod overview;
@@ -32,6 +33,7 @@ pub(crate) enum Nav {
     Charts,
     Jobs,
     Periodic,
+    Dead,
     Clients,
 }
 
@@ -113,6 +115,7 @@ impl Shell {
                             (link(Nav::Charts, "/charts", "Charts"))
                             (link(Nav::Jobs, "/jobs", "Jobs"))
                             (link(Nav::Periodic, "/periodic", "Periodic"))
+                            (link(Nav::Dead, "/dead", "Dead letters"))
                             (link(Nav::Clients, "/clients", "Clients"))
                         }
                         div.meta {

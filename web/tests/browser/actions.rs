@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use pgmill::{InsertOpts, Job, JobArgs, JobError, JobState, Worker};
-use pgmill_drivertest::eventually;
+use pgmill_testdb::eventually;
 use serde::{Deserialize, Serialize};
 
 use crate::harness::{Browser, Env, PATIENCE};
@@ -232,5 +232,88 @@ async fn bulk_cancel_by_filter_shows_the_count_then_cancels_the_matching_jobs() 
         "no button when nothing matches"
     );
     b.close().await;
+    env.finish().await;
+}
+
+/// The dead-letter page lists discarded jobs with their reason and error; redriving one from its
+/// row puts it back in its queue under its own id, and it runs; purging the rest by the page's
+/// filter (after the browser's confirmation) empties the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dead_letter_page_redrives_and_purges() {
+    let env = Env::start().await;
+    let healthy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let other = env
+        .worker_client()
+        .queue("billing", 2)
+        .worker(ChargeWorker {
+            healthy: healthy.clone(),
+            ..ChargeWorker::default()
+        })
+        .build()
+        .unwrap();
+    other.start().await.unwrap();
+    let mut ids = Vec::new();
+    for cents in [100, 200] {
+        let job = other
+            .insert_with(Charge { cents }, InsertOpts::new().queue("billing"))
+            .await
+            .unwrap();
+        ids.push(job.id);
+    }
+    assert!(
+        eventually(PATIENCE, async || {
+            let dead = env
+                .client
+                .dead_list(&pgmill::admin::DeadListParams::new())
+                .await
+                .unwrap();
+            dead.jobs.len() == 2
+        })
+        .await,
+        "the jobs never reached the dead-letter queue"
+    );
+    healthy.store(true, Ordering::SeqCst);
+
+    let b = Browser::start().await;
+    b.goto(&env.url("/dead")).await;
+    assert_eq!(b.text("h1").await, "Dead letters");
+    let row = b.text(&format!("tr[data-job=\"{}\"]", ids[0])).await;
+    assert!(
+        row.contains("discarded") && row.contains("card processor unreachable"),
+        "{row}"
+    );
+    b.screenshot("dead").await;
+    b.click(&format!(
+        "tr[data-job=\"{}\"] form[action$=\"/dead/redrive\"] button",
+        ids[0]
+    ))
+    .await;
+    assert!(
+        eventually(PATIENCE, async || env
+            .client
+            .job_get(ids[0])
+            .await
+            .unwrap()
+            .unwrap()
+            .state
+            == JobState::Completed)
+        .await,
+        "the redriven job never completed"
+    );
+    b.until(&format!(
+        "document.querySelector('tr[data-job=\"{}\"]') === null",
+        ids[0]
+    ))
+    .await;
+    // Purge what the filter matches, accepting the browser's confirmation.
+    b.goto(&env.url("/dead?queue=billing")).await;
+    b.js("window.confirm = () => true; return true").await;
+    b.click("#dead-actions form[action$=\"/dead/purge\"] button")
+        .await;
+    b.until("document.querySelectorAll('#dead tbody tr').length === 0")
+        .await;
+    assert!(env.client.job_get(ids[1]).await.unwrap().is_none());
+    b.close().await;
+    other.stop().await;
     env.finish().await;
 }

@@ -3,14 +3,14 @@
 
 use std::net::TcpListener as StdListener;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use fantoccini::{ClientBuilder, Locator};
 use pgmill::{Client, Schema};
 use pgmill_driver_tokio_postgres::TokioPostgresDriver;
-use pgmill_drivertest::eventually;
+use pgmill_testdb::eventually;
 use pgmill_web::Dashboard;
 use serde_json::{Value, json};
 
@@ -47,25 +47,39 @@ pub(crate) struct ChromeDriver {
 }
 
 impl ChromeDriver {
-    fn start() -> Self {
+    fn start(binary: &Path) -> Self {
         let port = free_port();
-        let binary =
-            std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
-        let child = Command::new(&binary)
+        let child = Command::new(binary)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
-            .unwrap_or_else(|e| {
-                panic!("cannot start {binary} (install chromium and chromium-driver): {e}")
-            });
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
         let profile =
             std::env::temp_dir().join(format!("pgmill-web-chromium-{}-{port}", std::process::id()));
         ChromeDriver {
             child,
             port,
             profile,
+        }
+    }
+}
+
+/// The browser and its driver, found before a test starts anything: on a machine without them,
+/// each browser test fails at once with one line naming them and their install command
+/// (`PGMILL_TEST_CHROMIUM` and `PGMILL_TEST_CHROMEDRIVER` give their paths instead).
+pub(crate) struct BrowserPrograms {
+    chromium: PathBuf,
+    chromedriver: PathBuf,
+}
+
+impl BrowserPrograms {
+    #[track_caller]
+    pub(crate) fn require() -> Self {
+        BrowserPrograms {
+            chromedriver: pgmill_testdb::require_program("chromedriver"),
+            chromium: pgmill_testdb::require_program("chromium"),
         }
     }
 }
@@ -91,12 +105,12 @@ pub(crate) struct Browser {
 impl Browser {
     /// Starts chromedriver and a headless Chromium.
     pub(crate) async fn start() -> Self {
-        let driver = ChromeDriver::start();
+        let programs = BrowserPrograms::require();
+        let driver = ChromeDriver::start(&programs.chromedriver);
         let mut args: Vec<String> = CHROMIUM_FLAGS.iter().map(|s| (*s).to_owned()).collect();
         args.push(format!("--user-data-dir={}", driver.profile.display()));
-        let binary = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
         let caps = json!({
-            "goog:chromeOptions": { "binary": binary, "args": args },
+            "goog:chromeOptions": { "binary": programs.chromium, "args": args },
             "pageLoadStrategy": "normal",
         });
         let caps = caps.as_object().unwrap().clone();
@@ -221,10 +235,12 @@ impl Env {
         Self::with(|d| d).await
     }
 
-    /// A dashboard adjusted by `adjust`.
+    /// A dashboard adjusted by `adjust`. Every test here opens a browser on it, so the browser's
+    /// programs are looked for first, before the database.
     pub(crate) async fn with(
         adjust: impl FnOnce(Dashboard<TokioPostgresDriver>) -> Dashboard<TokioPostgresDriver>,
     ) -> Self {
+        BrowserPrograms::require();
         let driver = TokioPostgresDriver::connect(&pgmill_testdb::url(), 8)
             .await
             .expect("connects");

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pgmill::{InsertOpts, Job, JobArgs, JobError, JobState, PeriodicJob, Schedule, Worker};
-use pgmill_drivertest::eventually;
+use pgmill_testdb::eventually;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 

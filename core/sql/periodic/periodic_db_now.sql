@@ -1,2 +1,0 @@
--- The database clock, which periodic schedules are computed from.
-SELECT now() AS now
