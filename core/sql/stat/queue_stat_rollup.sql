@@ -24,11 +24,17 @@
 --
 -- Cost: the jobs finalized since $1, the running jobs, the retryable jobs, the available jobs
 -- due since $1, and (with $4) one index range per queue and live state, as queue_list.sql counts
--- them. Each is a range of an index of the job table; the table's history (jobs finalized before
--- $1) and its backlog of available jobs due before $1 are never read. Finalized jobs are read per
--- state through pgmill_job_finalized_idx (state, finalized_at, id), running ones through
+-- them. Jobs finalized before $1 (the history) and the backlog of available jobs due before $1
+-- are never read. Finished jobs are read where they are: completed and cancelled ones in
+-- pgmill_job_done through its BRIN index on finalized_at (the block ranges holding rows that
+-- finished since $1: rows arrive there in finalized_at order, and each slot's index summarizes
+-- its new ranges as they fill), discarded ones in pgmill_job_dead through
+-- pgmill_job_dead_dead_at_idx, and those still in the job table per state through
+-- pgmill_job_finalized_idx (state, finalized_at, id); running ones through
 -- pgmill_job_running_idx (attempted_at), retryable ones through pgmill_job_state_queue_idx, and
--- available ones through pgmill_job_fetch_idx, one range per queue and priority.
+-- available ones through pgmill_job_fetch_idx, one range per queue and priority. A job is in one
+-- of the three tables at every moment and keeps its finalized_at when it moves, so this
+-- statement's snapshot counts it once, and only in the bucket of its finalized_at.
 --
 -- Written once: the '*' rows are inserted first, ON CONFLICT DO NOTHING (on the primary key and
 -- on the constraint that keeps '*' buckets from overlapping), and a bucket's queue rows only when
@@ -66,6 +72,8 @@ found_queue AS (
     WHERE f.queue IS NOT NULL
 ),
 finished AS (
+    -- Finished jobs still in the job table: a unique job whose final state keeps its key, or a
+    -- job a client of an earlier schema version finished in place.
     (SELECT j.queue, j.state::text AS state, j.finalized_at, j.attempted_at, j.scheduled_at,
         j.errors
     FROM {schema}.pgmill_job AS j
@@ -78,6 +86,17 @@ finished AS (
     (SELECT j.queue, j.state::text, j.finalized_at, j.attempted_at, j.scheduled_at, j.errors
     FROM {schema}.pgmill_job AS j
     WHERE j.state = 'cancelled' AND j.finalized_at >= $1::timestamptz)
+    UNION ALL
+    -- Completed and cancelled jobs in the history.
+    (SELECT d.queue, d.state::text, d.finalized_at, d.attempted_at, d.scheduled_at, d.errors
+    FROM {schema}.pgmill_job_done AS d
+    WHERE d.finalized_at >= $1::timestamptz)
+    UNION ALL
+    -- Discarded jobs in the dead-letter queue: a job enters it when it is discarded or later
+    -- (dead_at >= finalized_at), so the dead_at range holds every one discarded since $1.
+    (SELECT x.queue, x.state::text, x.finalized_at, x.attempted_at, x.scheduled_at, x.errors
+    FROM {schema}.pgmill_job_dead AS x
+    WHERE x.dead_at >= $1::timestamptz AND x.finalized_at >= $1::timestamptz)
 ),
 running AS (
     SELECT j.queue, j.attempted_at, j.scheduled_at, j.errors
