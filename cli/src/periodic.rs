@@ -69,8 +69,10 @@ fn row_json(p: &PeriodicRow) -> serde_json::Value {
     json!({
         "name": p.name,
         "schedule": p.schedule,
+        "time_zone": p.time_zone,
         "paused": p.paused,
         "next_run_at": p.next_run_at.to_rfc3339(),
+        "next_run_local": p.next_run_local().to_rfc3339(),
         "last_run_at": p.last_run_at.map(|t| t.to_rfc3339()),
         "last_job_id": p.last_job_id.map(|id| id.0),
         "last_success_at": p.last_success_at.map(|t| t.to_rfc3339()),
@@ -78,6 +80,16 @@ fn row_json(p: &PeriodicRow) -> serde_json::Value {
         "run_count": p.run_count,
         "success_count": p.success_count,
     })
+}
+
+/// The next run on the wall clock of the schedule's zone, with the zone's abbreviation at that
+/// moment: `2026-03-09 02:30:00 EDT`, `2026-03-09 06:30:00 UTC`.
+fn next_run(p: &PeriodicRow) -> String {
+    format!(
+        "{} {}",
+        p.next_run_local().format("%Y-%m-%d %H:%M:%S"),
+        p.next_run_zone_abbreviation()
+    )
 }
 
 fn list_output(rows: &[PeriodicRow], json: bool) -> Output {
@@ -88,7 +100,7 @@ fn list_output(rows: &[PeriodicRow], json: bool) -> Output {
         "NAME",
         "SCHEDULE",
         "PAUSED",
-        "NEXT_RUN_AT",
+        "NEXT_RUN",
         "LAST_RUN_AT",
         "RUNS",
         "OK",
@@ -99,7 +111,7 @@ fn list_output(rows: &[PeriodicRow], json: bool) -> Output {
             p.name.clone(),
             p.schedule.clone(),
             if p.paused { "yes" } else { "no" }.to_owned(),
-            time(p.next_run_at),
+            next_run(p),
             p.last_run_at.map(time).unwrap_or_else(|| "-".into()),
             p.run_count.to_string(),
             p.success_count.to_string(),

@@ -42,6 +42,10 @@ pub(crate) const FLUSH_OUTCOMES: &str = "pgmill_completer_flush_outcomes";
 pub(crate) const QUEUE_JOBS: &str = "pgmill_queue_jobs";
 /// Age of the oldest due available job per queue, sampled by the leader.
 pub(crate) const QUEUE_OLDEST_AVAILABLE: &str = "pgmill_queue_oldest_available_seconds";
+/// 1 when a live client works the queue, sampled by the leader.
+pub(crate) const QUEUE_SERVED: &str = "pgmill_queue_served";
+/// This process's clients whose notification listener is down.
+pub(crate) const LISTENER_DOWN: &str = "pgmill_listener_down";
 /// Jobs this client is running, per queue.
 pub(crate) const CLIENT_RUNNING: &str = "pgmill_client_running_jobs";
 /// 1 while this client leads.
@@ -217,6 +221,13 @@ pub const METRICS: &[MetricInfo] = &[
         "age of the queue's oldest due available job (0 when none), sampled by the leader",
     ),
     info(
+        QUEUE_SERVED,
+        MetricKind::Gauge,
+        Unit::Count,
+        &["queue"],
+        "1 when a live client works the queue, 0 when none does (its jobs wait), for every registered queue and every queue holding live jobs, sampled by the leader",
+    ),
+    info(
         CLIENT_RUNNING,
         MetricKind::Gauge,
         Unit::Count,
@@ -264,6 +275,13 @@ pub const METRICS: &[MetricInfo] = &[
         Unit::Count,
         &[],
         "how many transactions old the oldest snapshot holding vacuum back is (0 when none), sampled by the leader",
+    ),
+    info(
+        LISTENER_DOWN,
+        MetricKind::Gauge,
+        Unit::Count,
+        &[],
+        "clients of this process whose notification listener is down: being opened, or reopened after losing its connection (their producers poll meanwhile); 0 while listening, polling only by configuration, or stopped",
     ),
 ];
 

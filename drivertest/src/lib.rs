@@ -231,6 +231,7 @@ macro_rules! __conformance_cases {
             client_metrics {
                 every_metric_is_emitted_with_its_labels,
                 queue_gauges_follow_depth_and_reset_when_leadership_ends,
+                served_and_listener_gauges_follow_the_cluster,
             }
             client_notify {
                 insert_notification_wakes_an_idle_producer,
@@ -297,6 +298,9 @@ macro_rules! __conformance_cases {
                 missed_ticks_are_caught_up_once_or_skipped, run_on_start_and_pause_resume,
                 statistics_count_failures_and_reset_the_streak,
                 concurrent_completions_update_statistics_exactly,
+                a_zoned_schedule_ticks_once_at_its_zone_s_instant,
+                leaders_of_version_9_leave_zoned_schedules_alone,
+                missed_ticks_are_caught_up_each_up_to_the_bound,
             }
             failover {
                 crash_restart_while_jobs_run_loses_nothing,

@@ -46,7 +46,8 @@ migrations! {
     7 => "007_job_row_rules_in_one_check",
     8 => "008_validate_job_row_rules",
     9 => "009_finished_jobs_leave_the_job_table",
-    10 => "010_queue_stat",
+    10 => "010_periodic_time_zone",
+    11 => "011_queue_stat",
 }
 
 /// The latest version.

@@ -10,6 +10,17 @@ pub(crate) fn timestamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
+/// A periodic schedule's next run on the wall clock of its time zone, with the zone's
+/// abbreviation at that moment: `2026-03-09 02:30:00 EDT` (`... UTC` for a schedule without a
+/// zone).
+pub(crate) fn next_run(p: &pgmill::admin::PeriodicRow) -> String {
+    format!(
+        "{} {}",
+        p.next_run_local().format("%Y-%m-%d %H:%M:%S"),
+        p.next_run_zone_abbreviation()
+    )
+}
+
 /// An optional timestamp, `—` when absent.
 pub(crate) fn maybe_timestamp(t: Option<DateTime<Utc>>) -> String {
     t.map_or_else(|| "—".to_owned(), timestamp)

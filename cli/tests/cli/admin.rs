@@ -272,6 +272,26 @@ fn periodic_and_clients_commands() {
         table.starts_with("NAME") && table.contains("0 3 * * *"),
         "{table}"
     );
+    // A schedule in a time zone: its next run shows on that zone's wall clock.
+    sql(&format!(
+        "INSERT INTO \"{schema}\".pgmill_periodic \
+         (name, schedule, next_run_at, time_zone, zoned_schedule, zoned_next_run_at) \
+         VALUES ('standup', 'cron 30 2 * * * in America/New_York', now(), 'America/New_York', \
+         'cron 30 2 * * * in America/New_York', '2030-01-10 07:30:00+00')"
+    ));
+    let list = json(&schema, &["periodic", "list"]);
+    let standup = &list[1];
+    assert_eq!(standup["name"], "standup");
+    assert_eq!(standup["time_zone"], "America/New_York");
+    assert_eq!(standup["next_run_at"], "2030-01-10T07:30:00+00:00");
+    assert_eq!(standup["next_run_local"], "2030-01-10T02:30:00-05:00");
+    assert_eq!(list[0]["time_zone"], serde_json::Value::Null);
+    let table = ok(&schema, &["periodic", "list"]);
+    assert!(
+        table.contains("cron 30 2 * * * in America/New_York")
+            && table.contains("2030-01-10 02:30:00 EST"),
+        "{table}"
+    );
 
     let clients = json(&schema, &["clients"]);
     assert_eq!(clients[0]["id"], "c1");

@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use metrics::Counter;
+use metrics::{Counter, Gauge};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, debug_span, info, info_span, warn};
 
 use crate::cluster::health::HealthState;
 use crate::driver::{Driver, Listener, ListenerEvent, Notification};
-use crate::engine_metrics::NOTIFIER_RECONNECTS;
+use crate::engine_metrics::{LISTENER_DOWN, NOTIFIER_RECONNECTS};
 use crate::error::Result;
 use crate::job::JobId;
 use crate::query::FetchPosition;
@@ -129,6 +129,8 @@ pub(crate) struct Notifier<D: Driver> {
     schema: Schema,
     router: NotificationRouter,
     reconnects: Counter,
+    /// `pgmill_listener_down`, shared by the process's clients.
+    listener_down: Gauge,
     health: Arc<HealthState>,
 }
 
@@ -140,6 +142,7 @@ impl<D: Driver> Notifier<D> {
             schema: parts.schema.clone(),
             router,
             reconnects: parts.metrics.counter(NOTIFIER_RECONNECTS, &[]),
+            listener_down: parts.metrics.gauge(LISTENER_DOWN, &[]),
             health: Arc::clone(&parts.health),
         }
     }
@@ -147,8 +150,12 @@ impl<D: Driver> Notifier<D> {
     /// Listens until `stop`, reconnecting with backoff.
     pub(crate) async fn run(self, stop: CancellationToken) {
         let span = info_span!("notifier", schema = self.schema.name());
-        let _state = ListenerStateGuard(Arc::clone(&self.health));
-        self.health.set_listening(false);
+        let mut state = ListenerStateGuard {
+            health: Arc::clone(&self.health),
+            down_gauge: self.listener_down.clone(),
+            down: false,
+        };
+        state.set_listening(false);
         async move {
             let channels: Vec<String> =
                 [TOPIC_INSERT, TOPIC_CONTROL, TOPIC_LEADERSHIP, TOPIC_REWIND]
@@ -179,14 +186,14 @@ impl<D: Driver> Notifier<D> {
                                 info!("listener reopened; producers re-poll");
                             }
                             opened_before = true;
-                            self.health.set_listening(true);
+                            state.set_listening(true);
                             backoff.reset();
                             // Anything sent before we listened was missed.
                             self.router.resync();
                             listener.insert(l)
                         }
                         Err(e) => {
-                            self.health.set_listening(false);
+                            state.set_listening(false);
                             warn!(error = %e, "cannot open the listener; polling meanwhile");
                             if backoff.sleep(&stop).await {
                                 return;
@@ -203,14 +210,14 @@ impl<D: Driver> Notifier<D> {
                             self.router.route(&self.schema, &n);
                         }
                         Ok(ListenerEvent::Reconnected) => {
-                            self.health.set_listening(true);
+                            state.set_listening(true);
                             self.reconnects.increment(1);
                             info!("listener reconnected; producers re-poll");
                             backoff.reset();
                             self.router.resync();
                         }
                         Err(e) => {
-                            self.health.set_listening(false);
+                            state.set_listening(false);
                             warn!(error = %e, "listener failed; it reconnects on the next call");
                             if backoff.sleep(&stop).await {
                                 return;
@@ -233,12 +240,36 @@ impl<D: Driver> Notifier<D> {
     }
 }
 
-/// Reports the listener stopped when the notifier's task ends.
-struct ListenerStateGuard(Arc<HealthState>);
+/// Reports the listener's state to the client's health and to `pgmill_listener_down` (one count
+/// per client whose listener is down), and reports it stopped when the notifier's task ends.
+struct ListenerStateGuard {
+    health: Arc<HealthState>,
+    down_gauge: Gauge,
+    /// This client counts in `down_gauge`.
+    down: bool,
+}
+
+impl ListenerStateGuard {
+    /// The listener is being opened (`false`) or listens (`true`).
+    fn set_listening(&mut self, listening: bool) {
+        self.health.set_listening(listening);
+        if listening == self.down {
+            self.down = !listening;
+            if self.down {
+                self.down_gauge.increment(1.0);
+            } else {
+                self.down_gauge.decrement(1.0);
+            }
+        }
+    }
+}
 
 impl Drop for ListenerStateGuard {
     fn drop(&mut self) {
-        self.0.listener_stopped();
+        self.health.listener_stopped();
+        if self.down {
+            self.down_gauge.decrement(1.0);
+        }
     }
 }
 

@@ -36,7 +36,8 @@ pub(crate) struct PeriodicEnqueuerConfig {
 pub(crate) struct PeriodicEnqueuerRunOnceResult {
     /// Jobs enqueued.
     pub(crate) num_jobs_enqueued: usize,
-    /// Missed ticks skipped by [`MissedTicks::Skip`].
+    /// Missed ticks skipped by [`MissedTicks::Skip`], and catch-ups by
+    /// [`MissedTicks::CatchUpEach`] that left older ticks out.
     pub(crate) num_ticks_skipped: usize,
 }
 
@@ -104,6 +105,7 @@ impl<D: Driver> PeriodicEnqueuer<D> {
                 &job.schedule().describe(),
                 first,
                 job.runs_on_start(),
+                job.schedule().time_zone(),
             );
             conn.execute(&stmt).await?;
         }
@@ -127,14 +129,35 @@ impl<D: Driver> PeriodicEnqueuer<D> {
             let schedule = job.schedule();
             let missed = schedule.next_after(tick.next_run_at, tick.next_run_at)? <= tick.db_now;
             let next = schedule.next_after(tick.next_run_at, tick.db_now)?;
-            let job_id = if missed && job.missed() == MissedTicks::Skip {
-                result.num_ticks_skipped += 1;
+            let ticks = match job.missed() {
+                MissedTicks::Skip if missed => {
+                    result.num_ticks_skipped += 1;
+                    Vec::new()
+                }
+                MissedTicks::CatchUpEach { max } if missed => {
+                    let (ticks, left_out) =
+                        schedule.due_ticks(tick.next_run_at, tick.db_now, max)?;
+                    if left_out {
+                        result.num_ticks_skipped += 1;
+                        debug!(
+                            periodic = %tick.name,
+                            max, "older missed ticks left out of the catch-up"
+                        );
+                    }
+                    ticks
+                }
+                _ => vec![tick.next_run_at],
+            };
+            let params = ticks
+                .iter()
+                .map(|t| job.make_job(*t))
+                .collect::<Result<Vec<_>>>()?;
+            let last_job_id = if params.is_empty() {
                 None
             } else {
-                let params = job.make_job()?;
-                let rows = self.inserter.insert_many(&mut tx, &[params]).await?;
-                result.num_jobs_enqueued += 1;
-                rows.first().map(|r| r.id)
+                let rows = self.inserter.insert_many(&mut tx, &params).await?;
+                result.num_jobs_enqueued += rows.len();
+                rows.last().map(|r| r.id)
             };
             let advanced = tx
                 .execute(&periodic_advance(
@@ -142,7 +165,8 @@ impl<D: Driver> PeriodicEnqueuer<D> {
                     &tick.name,
                     tick.next_run_at,
                     next,
-                    job_id,
+                    last_job_id,
+                    i64::try_from(params.len()).unwrap_or(i64::MAX),
                 ))
                 .await?;
             if advanced != 1 {

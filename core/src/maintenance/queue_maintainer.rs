@@ -78,6 +78,7 @@ impl<D: Driver> QueueMaintainer<D> {
                 driver.clone(),
                 schema.clone(),
                 interval,
+                config.rescuer.client_timeout,
                 parts.metrics.clone(),
             )?),
             None => None,

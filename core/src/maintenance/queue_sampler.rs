@@ -1,22 +1,23 @@
-//! The queue sampler: the leader's view of queue depth, dead-letter depth and the vacuum horizon
-//! as gauges, from three quick reads per pass.
+//! The queue sampler: the leader's view of queue depth, of whether a live client works each queue,
+//! of dead-letter depth and of the vacuum horizon, as gauges, from three quick reads per pass.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
-use crate::admin::{LIVE_STATES, QueueRow, VacuumHolder, VacuumHorizon};
+use crate::admin::{LIVE_STATES, QueueOverview, VacuumHolder, VacuumHorizon};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{
-    DEAD_JOBS, MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE, VACUUM_HORIZON_SECONDS,
-    VACUUM_HORIZON_XMIN_AGE,
+    DEAD_JOBS, MetricsSink, QUEUE_JOBS, QUEUE_OLDEST_AVAILABLE, QUEUE_SERVED,
+    VACUUM_HORIZON_SECONDS, VACUUM_HORIZON_XMIN_AGE,
 };
 use crate::error::{Error, Result};
-use crate::query::{DeadDepthRow, job_dead_count_by_queue, queue_list, storage_horizon};
+use crate::query::{DeadDepthRow, job_dead_count_by_queue, queue_overview, storage_horizon};
 use crate::schema::Schema;
 
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -33,16 +34,18 @@ pub(crate) struct QueueSamplerRunOnceResult {
 }
 
 /// Sets `pgmill_queue_jobs` (per queue and live state: available, scheduled, pending, running,
-/// retryable) and `pgmill_queue_oldest_available_seconds`
-/// (per queue) from `queue_list`, `pgmill_dead_jobs` (per queue), and the vacuum horizon's age
-/// (`pgmill_vacuum_horizon_seconds`, `pgmill_vacuum_horizon_xmin_age`), every `interval`, while
-/// this client leads. When the term ends
-/// it sets every gauge it set back to 0, so only the leader reports non-zero values.
+/// retryable), `pgmill_queue_oldest_available_seconds` and `pgmill_queue_served` (per queue) from
+/// `queue_overview` (every registered queue and every queue holding live jobs),
+/// `pgmill_dead_jobs` (per queue), and the vacuum horizon's age (`pgmill_vacuum_horizon_seconds`,
+/// `pgmill_vacuum_horizon_xmin_age`), every `interval`, while this client leads. When the term
+/// ends it sets every gauge it set back to 0, so only the leader reports non-zero values.
 #[derive(Debug, Clone)]
 pub(crate) struct QueueSampler<D: Driver> {
     driver: D,
     schema: Schema,
     interval: Duration,
+    /// A client whose heartbeat is older than this is not live: it serves no queue.
+    client_timeout: TimeDelta,
     metrics: MetricsSink,
     /// Queues sampled this term, whose gauges are zeroed at its end.
     sampled: Arc<Mutex<BTreeSet<String>>>,
@@ -51,7 +54,8 @@ pub(crate) struct QueueSampler<D: Driver> {
 }
 
 impl<D: Driver> QueueSampler<D> {
-    /// A sampler of `schema`'s queues into `metrics`, every `interval`.
+    /// A sampler of `schema`'s queues into `metrics`, every `interval`; clients whose heartbeat
+    /// is within `client_timeout` are live.
     ///
     /// # Errors
     ///
@@ -60,6 +64,7 @@ impl<D: Driver> QueueSampler<D> {
         driver: D,
         schema: Schema,
         interval: Duration,
+        client_timeout: Duration,
         metrics: MetricsSink,
     ) -> Result<Self> {
         if interval.is_zero() {
@@ -71,6 +76,7 @@ impl<D: Driver> QueueSampler<D> {
             driver,
             schema,
             interval,
+            client_timeout: TimeDelta::from_std(client_timeout).unwrap_or(TimeDelta::MAX),
             metrics,
             sampled: Arc::default(),
             dead_sampled: Arc::default(),
@@ -85,9 +91,10 @@ impl<D: Driver> QueueSampler<D> {
     pub(crate) async fn run_once(&self) -> Result<QueueSamplerRunOnceResult> {
         let (queues, dead, holders) = tokio::time::timeout(QUERY_TIMEOUT, async {
             let mut conn = ConnectionLease::acquire(&self.driver).await?;
-            let queues: Vec<QueueRow> = conn
-                .query_as(&queue_list(&self.schema, None, MAX_QUEUES))
+            let mut queues: Vec<QueueOverview> = conn
+                .query_as(&queue_overview(&self.schema, self.client_timeout))
                 .await?;
+            queues.truncate(MAX_QUEUES);
             let dead: Vec<DeadDepthRow> = conn
                 .query_as(&job_dead_count_by_queue(&self.schema))
                 .await?;
@@ -129,6 +136,9 @@ impl<D: Driver> QueueSampler<D> {
             self.metrics
                 .gauge(QUEUE_OLDEST_AVAILABLE, &[("queue", &q.name)])
                 .set(age.as_secs_f64());
+            self.metrics
+                .gauge(QUEUE_SERVED, &[("queue", &q.name)])
+                .set(if q.served { 1.0 } else { 0.0 });
             sampled.insert(q.name.clone());
         }
         Ok(QueueSamplerRunOnceResult {
@@ -153,6 +163,9 @@ impl<D: Driver> QueueSampler<D> {
             }
             self.metrics
                 .gauge(QUEUE_OLDEST_AVAILABLE, &[("queue", &queue)])
+                .set(0.0);
+            self.metrics
+                .gauge(QUEUE_SERVED, &[("queue", &queue)])
                 .set(0.0);
         }
     }

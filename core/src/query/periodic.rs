@@ -14,6 +14,7 @@ impl FromRow for PeriodicRow {
         Ok(PeriodicRow {
             name: row.take("name")?,
             schedule: row.take("schedule")?,
+            time_zone: row.take("time_zone")?,
             next_run_at: row.take("next_run_at")?,
             paused: row.take("paused")?,
             last_run_at: row.take("last_run_at")?,
@@ -52,6 +53,7 @@ pub(crate) fn periodic_upsert(
     schedule: &str,
     first_run: DateTime<Utc>,
     run_now: bool,
+    time_zone: Option<&str>,
 ) -> Statement {
     schema
         .statement(Query::PeriodicUpsert)
@@ -59,6 +61,7 @@ pub(crate) fn periodic_upsert(
         .bind(schedule)
         .bind(first_run)
         .bind(run_now)
+        .bind(time_zone)
 }
 
 pub(crate) fn periodic_get_due(schema: &Schema, names: Vec<String>) -> Statement {
@@ -70,14 +73,16 @@ pub(crate) fn periodic_advance(
     name: &str,
     consumed: DateTime<Utc>,
     next: DateTime<Utc>,
-    job: Option<JobId>,
+    last_job: Option<JobId>,
+    num_jobs: i64,
 ) -> Statement {
     schema
         .statement(Query::PeriodicAdvance)
         .bind(name)
         .bind(consumed)
         .bind(next)
-        .bind(job.map(|j| j.0))
+        .bind(last_job.map(|j| j.0))
+        .bind(num_jobs)
 }
 
 pub(crate) fn periodic_set_paused(schema: &Schema, name: &str, paused: bool) -> Statement {

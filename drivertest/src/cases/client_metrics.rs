@@ -1,5 +1,6 @@
 //! Metrics: every metric of `pgmill::middleware::METRICS` is emitted with its labels by a client
-//! at work, and the leader's queue gauges follow the queue's depth.
+//! at work, the leader's queue gauges follow the queue's depth and whether a live client works
+//! it, and the listener gauge follows a cut-off listener.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -307,4 +308,60 @@ pub async fn queue_gauges_follow_depth_and_reset_when_leadership_ends<H: Harness
         (Some(0.0), Some(0.0)),
         "a former leader reports 0"
     );
+}
+
+/// The gauges the shipped alerts read: the leader reports whether a live client works each queue
+/// (`pgmill_queue_served`: 1 for a worked queue, 0 for one holding jobs no client works), and a
+/// client whose listener is cut off counts in `pgmill_listener_down` until it listens again.
+pub async fn served_and_listener_gauges_follow_the_cluster<H: Harness>() {
+    let cluster = crate::testdb::Cluster::start().expect("private cluster");
+    let ctx = crate::TestContext::<H::Driver>::on::<H>(cluster.url()).await;
+    pgmill::Migrator::new(ctx.schema.clone())
+        .up(&mut ctx.conn().await, None)
+        .await
+        .unwrap();
+    ctx.script("CREATE ROLE cut_off LOGIN SUPERUSER").await;
+    let driver = H::connect(&cluster.url().replace("postgres@", "cut_off@"), 4)
+        .await
+        .unwrap();
+    let probe = MetricsProbe::new();
+    let client = pgmill::Client::builder(driver)
+        .schema(ctx.schema.clone())
+        .poll_interval(Duration::from_millis(50))
+        .queue("default", 2)
+        .worker(ScriptedWorker::ok())
+        .metrics(metrics(&probe))
+        .build()
+        .unwrap();
+    client.start().await.unwrap();
+    client
+        .insert_with(Task { n: 1 }, pgmill::InsertOpts::new().queue("orphan"))
+        .await
+        .unwrap();
+    let served = |queue: &str| probe.gauge("pgmill_queue_served", &[("queue", queue)]);
+    let down = || probe.gauge("pgmill_listener_down", &[]);
+    wait_for(
+        "the leader sampled both queues, the listener up",
+        async || {
+            served("default") == Some(1.0) && served("orphan") == Some(0.0) && down() == Some(0.0)
+        },
+    )
+    .await;
+
+    ctx.script("ALTER ROLE cut_off NOLOGIN").await;
+    // Terminated until the listener is down: a connection whose login began before NOLOGIN may
+    // only show up after one sweep of terminations.
+    wait_for("the listener is down", async || {
+        ctx.script(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'cut_off'",
+        )
+        .await;
+        down() == Some(1.0)
+    })
+    .await;
+    ctx.script("ALTER ROLE cut_off LOGIN").await;
+    wait_for("the listener is back", async || down() == Some(0.0)).await;
+    client.stop().await;
+    assert_eq!(down(), Some(0.0), "a stopped client's listener is not down");
+    assert_eq!(served("default"), Some(0.0), "a former leader reports 0");
 }

@@ -1,5 +1,5 @@
-//! The periodic page: every durable schedule with its next and last run, statistics and failure
-//! streak, and pause/resume.
+//! The periodic page: every durable schedule with its next run (on the wall clock of its time
+//! zone) and last run, statistics and failure streak, and pause/resume.
 
 use axum::Form;
 use axum::extract::{Path, State};
@@ -38,7 +38,9 @@ pub(crate) async fn page<D: Driver>(
                                 @if p.paused { span.badge.paused { "paused" } }
                                 @else { span.badge.active { "active" } }
                             }
-                            td { (format::timestamp(p.next_run_at)) }
+                            td.next-run title=(format::timestamp(p.next_run_at)) {
+                                (format::next_run(p))
+                            }
                             td { (format::maybe_timestamp(p.last_run_at)) }
                             td {
                                 @if let Some(id) = p.last_job_id {

@@ -76,6 +76,14 @@ async fn every_page_loads_with_seeded_jobs() {
             .unwrap()
             .run_on_start(true),
         )
+        .periodic(
+            PeriodicJob::new(
+                "berlin_digest",
+                Schedule::cron_in("0 7 * * *", "Europe/Berlin").unwrap(),
+                || Report {},
+            )
+            .unwrap(),
+        )
         .build()
         .unwrap();
     worker.start().await.unwrap();
@@ -195,6 +203,13 @@ async fn every_page_loads_with_seeded_jobs() {
     b.click("nav a[href$=\"/periodic\"]").await;
     let row = b.text("tr[data-periodic=\"nightly_report\"]").await;
     assert!(row.contains("0 3 * * *") && row.contains("active"), "{row}");
+    // A schedule in a time zone: its next run on Berlin's wall clock, whatever the season.
+    let row = b.text("tr[data-periodic=\"berlin_digest\"]").await;
+    assert!(
+        row.contains("0 7 * * * in Europe/Berlin")
+            && (row.contains("07:00:00 CET") || row.contains("07:00:00 CEST")),
+        "{row}"
+    );
     b.screenshot("periodic").await;
 
     b.click("nav a[href$=\"/clients\"]").await;
