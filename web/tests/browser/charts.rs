@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use pgmill::maintenance::QueueStatConfig;
 use pgmill::{InsertOpts, Job, JobArgs, JobError, Worker};
-use pgmill_drivertest::eventually;
+use pgmill_testdb::eventually;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
