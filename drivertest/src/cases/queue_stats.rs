@@ -741,7 +741,11 @@ pub async fn the_rollup_reads_none_of_the_history<H: Harness>() {
         (30, 0),
         "{plan}"
     );
-    assert_eq!(rows_read(&plan, |t| t == "pgmill_job_dead"), (6, 1), "{plan}");
+    assert_eq!(
+        rows_read(&plan, |t| t == "pgmill_job_dead"),
+        (6, 1),
+        "{plan}"
+    );
     let rows = stat_rows(&ctx).await;
     assert_eq!(rows.iter().filter(|r| r.queue == "*").count(), 10);
     let total = |q: &str| {
