@@ -24,6 +24,7 @@ mod migrate;
 mod output;
 mod periodic;
 mod queue;
+mod retention;
 mod serve;
 
 use std::process::ExitCode;
@@ -38,6 +39,7 @@ use crate::migrate::MigrateCommand;
 use crate::output::Output;
 use crate::periodic::PeriodicCommand;
 use crate::queue::QueueCommand;
+use crate::retention::RetentionCommand;
 use crate::serve::ServeArgs;
 
 /// pgmill: a Postgres-backed job queue.
@@ -86,6 +88,11 @@ enum Command {
         #[command(subcommand)]
         command: DeadCommand,
     },
+    /// Retention rules: how long finished jobs are kept, per queue and state.
+    Retention {
+        #[command(subcommand)]
+        command: RetentionCommand,
+    },
     /// The clients registered in the schema: heartbeat age, liveness, the leader.
     Clients,
     /// The web dashboard: queues, jobs, periodic schedules, clients and the leader.
@@ -105,6 +112,7 @@ async fn run(cli: Cli) -> Result<Output, CliError> {
         Command::Job { command } => job::run(command, &ctx).await,
         Command::Periodic { command } => periodic::run(command, &ctx).await,
         Command::Dead { command } => dead::run(command, &ctx).await,
+        Command::Retention { command } => retention::run(command, &ctx).await,
         Command::Clients => clients::run(&ctx).await,
         Command::Serve(args) => serve::run(args, &ctx).await,
     }

@@ -399,6 +399,14 @@ macro_rules! __conformance_cases {
                 reconnects_after_backend_terminated_and_reports_it,
                 reconnect_is_reported_even_when_next_event_is_cancelled_midway,
             }
+            retention {
+                retention_rules_are_set_listed_and_cleared,
+                queue_rules_delete_ahead_of_the_ring_and_hold_it_back,
+                the_rule_for_every_queue_replaces_the_configuration,
+                dead_letters_follow_their_queue_s_rule,
+                finished_jobs_in_the_job_table_follow_the_rules,
+                a_running_leader_applies_a_new_rule,
+            }
             storage {
                 finished_jobs_leave_the_job_table,
                 a_unique_job_keeping_its_key_stays_in_the_job_table,

@@ -358,3 +358,58 @@ fn dead_commands_list_redrive_and_purge_and_refuse_no_filter() {
     assert!(horizon["holders"].is_array(), "{horizon}");
     drop_schema(&schema);
 }
+
+#[test]
+fn retention_commands_set_list_and_clear_rules() {
+    let schema = fresh_schema_name();
+    ok(&schema, &["migrate", "up"]);
+    let empty = ok(&schema, &["retention", "list"]);
+    assert!(empty.contains("no retention rules"), "{empty}");
+    let set = json(&schema, &["retention", "set", "events", "completed", "90m"]);
+    assert_eq!(set[0]["keep_s"], 5_400);
+    ok(&schema, &["retention", "set", "*", "discarded", "forever"]);
+    let table = ok(&schema, &["retention", "list"]);
+    assert!(table.contains("events") && table.contains("90m"), "{table}");
+    assert!(table.contains("forever"), "{table}");
+    let rows = sql(&format!(
+        "SELECT queue, state::text AS state, keep_seconds FROM \"{schema}\".pgmill_retention \
+         ORDER BY queue"
+    ));
+    let stored: Vec<(String, String, Option<i64>)> = rows
+        .iter()
+        .map(|r| (r.get("queue"), r.get("state"), r.get("keep_seconds")))
+        .collect();
+    assert_eq!(
+        stored,
+        [
+            ("*".to_owned(), "discarded".to_owned(), None),
+            ("events".to_owned(), "completed".to_owned(), Some(5_400)),
+        ]
+    );
+    // Bad input is refused and stores nothing.
+    for args in [
+        ["retention", "set", "events", "running", "1h"],
+        ["retention", "set", "events", "completed", "1w"],
+        ["retention", "set", "bad queue", "completed", "1h"],
+        ["retention", "set", "events", "completed", "0s"],
+    ] {
+        let refused = pgmill(&schema, &args);
+        assert!(!refused.status.success(), "{args:?}");
+    }
+    assert_eq!(
+        json(&schema, &["retention", "list"])
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        json(&schema, &["retention", "clear", "events", "completed"]),
+        json!({ "removed": true })
+    );
+    assert_eq!(
+        ok(&schema, &["retention", "clear", "events", "completed"]).trim(),
+        "events had no rule for completed jobs"
+    );
+    drop_schema(&schema);
+}

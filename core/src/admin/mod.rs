@@ -1,6 +1,6 @@
 //! The operator API's types: what [`Client`](crate::Client)'s methods for looking at and acting on
-//! jobs, queues, periodic schedules, clients and leadership take and return (the CLI and the
-//! dashboard use the same methods).
+//! jobs, queues, periodic schedules, retention, clients and leadership take and return (the CLI
+//! and the dashboard use the same methods).
 //!
 //! Listings, counts and bulk actions share one [`JobFilter`] (by state, queue and kind).
 
@@ -14,6 +14,7 @@ mod migration;
 mod periodic;
 mod queue;
 mod queue_stat;
+mod retention;
 mod storage;
 
 pub use cluster::{ClientRow, LeaderRow};
@@ -28,6 +29,7 @@ pub use migration::MigrationRow;
 pub use periodic::PeriodicRow;
 pub use queue::{QueueActivity, QueueOverview, QueueRow, UnservedQueue};
 pub use queue_stat::{MAX_QUEUE_STAT_BINS, QueueStatParams, QueueStatPoint, QueueStats};
+pub use retention::{EVERY_QUEUE, RetentionRule};
 pub use storage::{HolderKind, VacuumHolder, VacuumHorizon};
 
 pub(crate) use job_summary::DEFAULT_PREVIEW_CHARS;

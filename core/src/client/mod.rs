@@ -9,6 +9,7 @@ mod bulk;
 mod config;
 mod dead;
 mod health;
+mod retention;
 mod shutdown;
 
 pub use config::{ClientBuilder, Config, QueueConfig};

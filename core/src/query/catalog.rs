@@ -115,6 +115,11 @@ queries! {
     StorageDoneTruncateExpired => "storage/storage_done_truncate_expired.sql",
     StorageSetDoneSlotSeconds => "storage/storage_set_done_slot_seconds.sql",
     StorageHorizon => "storage/storage_horizon.sql",
+    JobDoneDeleteExpired => "job/job_done_delete_expired.sql",
+    JobDeadDeleteExpiredByQueue => "job/job_dead_delete_expired_by_queue.sql",
+    RetentionList => "retention/retention_list.sql",
+    RetentionSet => "retention/retention_set.sql",
+    RetentionDelete => "retention/retention_delete.sql",
 }
 
 impl Query {

@@ -144,6 +144,42 @@ pub(crate) fn job_delete_finalized(
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
+/// Deletes history jobs in `state` (completed or cancelled) past their queue's retention (its own
+/// rule, else the rule for every queue, else `default`) when that is shorter than `truncated`
+/// (the retention the ring's truncation applies; `None`: nothing is truncated), reading at most
+/// `probe` rows per queue.
+pub(crate) fn job_done_delete_expired(
+    schema: &Schema,
+    state: JobState,
+    default: Option<TimeDelta>,
+    truncated: Option<TimeDelta>,
+    probe: usize,
+) -> Statement {
+    schema
+        .statement(Query::JobDoneDeleteExpired)
+        .bind(state.as_str().to_owned())
+        .bind(default.map(micros))
+        .bind(truncated.map(micros))
+        .bind(i64::try_from(probe).unwrap_or(i64::MAX))
+}
+
+/// What one per-queue retention batch did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ExpiredRow {
+    pub(crate) num_deleted: i64,
+    /// Queues whose rows read were all past retention: there may be more.
+    pub(crate) num_full: i64,
+}
+
+impl FromRow for ExpiredRow {
+    fn from_row(mut row: Row) -> Result<Self> {
+        Ok(ExpiredRow {
+            num_deleted: row.take("num_deleted")?,
+            num_full: row.take("num_full")?,
+        })
+    }
+}
+
 /// Due scheduled and retryable jobs made available by one [`job_schedule`] batch, per queue.
 pub(crate) struct QueueCountRow {
     pub(crate) queue: String,

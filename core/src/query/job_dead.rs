@@ -129,6 +129,19 @@ pub(crate) fn job_dead_delete_expired(
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
 }
 
+/// Deletes dead-letter jobs past their queue's retention (its own rule, else the rule for every
+/// queue, else `default`), reading at most `probe` rows per queue.
+pub(crate) fn job_dead_delete_expired_by_queue(
+    schema: &Schema,
+    default: Option<TimeDelta>,
+    probe: usize,
+) -> Statement {
+    schema
+        .statement(Query::JobDeadDeleteExpiredByQueue)
+        .bind(default.map(micros))
+        .bind(i64::try_from(probe).unwrap_or(i64::MAX))
+}
+
 /// One queue's dead-letter depth.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DeadDepthRow {

@@ -20,6 +20,7 @@ mod periodic;
 mod queue;
 mod queue_activity;
 mod queue_stat;
+mod retention;
 pub(crate) mod sql_text;
 mod storage;
 pub(crate) mod topic;
@@ -29,10 +30,10 @@ pub(crate) use client::{
     client_register,
 };
 pub(crate) use job::{
-    ClientIdRow, IdRow, QueueCountRow, RescuedRow, TableGrowthRow, job_analyze, job_cancel,
-    job_delete, job_delete_finalized, job_get_by_id, job_get_cancel_requested,
-    job_get_running_clients, job_list, job_list_page, job_release_pending, job_rescue, job_retry,
-    job_schedule, job_table_growth,
+    ClientIdRow, ExpiredRow, IdRow, QueueCountRow, RescuedRow, TableGrowthRow, job_analyze,
+    job_cancel, job_delete, job_delete_finalized, job_done_delete_expired, job_get_by_id,
+    job_get_cancel_requested, job_get_running_clients, job_list, job_list_page,
+    job_release_pending, job_rescue, job_retry, job_schedule, job_table_growth,
 };
 pub(crate) use job_bulk::{JobBulkRow, job_bulk, job_count};
 pub(crate) use job_claim::{
@@ -45,7 +46,8 @@ pub(crate) use job_complete::{
 };
 pub(crate) use job_dead::{
     DeadDepthRow, PurgeRow, RedriveRow, job_dead_count_by_queue, job_dead_delete_expired,
-    job_dead_list, job_dead_list_page, job_dead_purge, job_dead_redrive,
+    job_dead_delete_expired_by_queue, job_dead_list, job_dead_list_page, job_dead_purge,
+    job_dead_redrive,
 };
 pub(crate) use job_insert::{
     CopyShape, InProgressRow, InsertedRow, WithXact, job_copy_available, job_insert_many,
@@ -73,6 +75,7 @@ pub(crate) use queue_stat::{
     QueueStatPendingRow, QueueStatRollupRow, QueueStatSeriesRow, queue_stat_jit_off,
     queue_stat_pending, queue_stat_queues, queue_stat_rollup, queue_stat_series, queue_stat_trim,
 };
+pub(crate) use retention::{retention_delete, retention_list, retention_set};
 pub(crate) use storage::{
     SlotRow, storage_done_truncate_expired, storage_horizon, storage_set_done_slot_seconds,
 };

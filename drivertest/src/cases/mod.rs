@@ -31,6 +31,7 @@ pub mod producer_prefetch;
 pub mod queue_names;
 pub mod queue_stats;
 pub mod rescue;
+pub mod retention;
 pub mod row_decode;
 pub mod storage;
 pub mod transaction;

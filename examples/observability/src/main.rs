@@ -312,10 +312,23 @@ async fn main() -> Result<(), Box<dyn Error>> {
             other => println!("  {other:?}"),
         }
     }
-    // Give the leader a sample of the queues after the e-mail went out.
-    tokio::time::sleep(Duration::from_millis(600)).await;
-
-    let body = scrape(metrics_addr).await?;
+    // The leader samples the queues every 250 ms (longer after a slow pass): scrape until a
+    // sample taken after the e-mail went out shows the three scheduled jobs.
+    let shows_depth = |body: &str| {
+        body.lines().any(|l| {
+            l.starts_with("pgmill_queue_jobs{")
+                && l.contains("state=\"scheduled\"")
+                && l.ends_with(" 3")
+        })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let body = loop {
+        let body = scrape(metrics_addr).await?;
+        if shows_depth(&body) || tokio::time::Instant::now() > deadline {
+            break body;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     client.stop().await;
     let flushed = SystemTime::now();
     provider.force_flush()?;
@@ -355,12 +368,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
             println!("  {line}");
         }
     }
-    let depth = by_name
-        .get("pgmill_queue_jobs")
-        .into_iter()
-        .flatten()
-        .any(|l| l.contains("state=\"scheduled\"") && l.ends_with(" 3"));
-    if !depth {
+    if !shows_depth(&body) {
         return Err("the queue-depth gauge should show the 3 scheduled jobs".into());
     }
     println!(

@@ -1,5 +1,5 @@
--- Reverts version 11: drops the queue statistics. Clients of earlier versions never used them;
--- version 11 clients' leader then logs a warning at each rollup pass, and the dashboard's charts
+-- Reverts version 12: drops the queue statistics. Clients of earlier versions never used them;
+-- version 12 clients' leader then logs a warning at each rollup pass, and the dashboard's charts
 -- fail, until the version is applied again. The history's finalized_at index goes back to being
 -- summarized by vacuum only.
 

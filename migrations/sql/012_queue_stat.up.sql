@@ -1,4 +1,4 @@
--- pgmill schema version 11: a small rollup of each queue's activity over time, which the
+-- pgmill schema version 12: a small rollup of each queue's activity over time, which the
 -- dashboard draws as charts (completed, failed, depth by state, wait) without reading the job
 -- table.
 --
