@@ -3,9 +3,11 @@
 //! each worker's figures at a clean exit, and the trace of the run.
 //!
 //! The trace (`fault_trace`) is written by triggers this script installs on the test schema's job
-//! and lease tables (never by pgmill's migrations): every change of a job's state, attempt or
-//! fencing token, and every change of the lease, numbered by one sequence (`fault_seq`) that also
-//! numbers the workers' attempt starts and finishes. Changes of one row are serialised by its
+//! tables and lease table (never by pgmill's migrations): every change of a job's state, attempt
+//! or fencing token in the job table, every row written to or deleted from the job table, the
+//! history or the dead-letter queue (a finished job's move out is one of each, by one statement),
+//! and every change of the lease, numbered by one sequence (`fault_seq`) that also numbers the
+//! workers' attempt starts and finishes. Changes of one row are serialised by its
 //! row lock, so their numbers follow their commit order. [`crate::Report`] replays the trace
 //! through the models' statement functions (`pgmill_models::trace`).
 
@@ -52,20 +54,29 @@ CREATE TABLE {schema}.fault_trace (
     at timestamptz NOT NULL DEFAULT now(),
     source text NOT NULL,
     job_id bigint,
+    xact bigint,
+    statement_at timestamptz,
+    old_table text,
     old_state text,
     old_attempt integer,
     old_max_attempts integer,
     old_token bigint,
     old_owner text,
     old_attempted_at timestamptz,
+    old_kept_in text[],
+    old_errors integer,
+    old_last_error text,
+    new_table text,
     new_state text,
     new_attempt integer,
     new_max_attempts integer,
     new_token bigint,
     new_owner text,
     new_attempted_at timestamptz,
+    new_kept_in text[],
+    new_errors integer,
+    new_last_error text,
     created_at timestamptz,
-    reason text,
     old_leader text,
     old_elected_at timestamptz,
     old_expires_at timestamptz,
@@ -74,20 +85,41 @@ CREATE TABLE {schema}.fault_trace (
     new_expires_at timestamptz
 );
 
+-- The finished states a unique job's key stays taken in (NULL for a job without a unique key).
+CREATE FUNCTION {schema}.fault_trace_kept_in(r jsonb) RETURNS text[] LANGUAGE SQL IMMUTABLE AS $$
+    SELECT CASE WHEN r->>'unique_key' IS NULL OR r->>'unique_states' IS NULL THEN NULL
+        ELSE ARRAY(
+            SELECT s FROM unnest(ARRAY['completed', 'cancelled', 'discarded']) AS s
+            WHERE {schema}.pgmill_job_state_in_bitmask((r->>'unique_states')::bit(8),
+                s::{schema}.pgmill_job_state))
+    END
+$$;
+
+-- A job row changed in place in the job table (`job`), or was deleted from (`left`) or written
+-- to (`entered`) the job table, a slot of the history or the dead-letter queue, with the
+-- transaction and the statement's start that tell the two halves of one move apart.
 CREATE FUNCTION {schema}.fault_trace_job() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    o jsonb := CASE WHEN TG_OP <> 'INSERT' THEN to_jsonb(OLD) END;
+    n jsonb := CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END;
 BEGIN
-    INSERT INTO {schema}.fault_trace (source, job_id,
-        old_state, old_attempt, old_max_attempts, old_token, old_owner, old_attempted_at,
-        new_state, new_attempt, new_max_attempts, new_token, new_owner, new_attempted_at,
-        created_at, reason)
-    VALUES ('job', NEW.id,
-        OLD.state::text, OLD.attempt, OLD.max_attempts, OLD.claim_token,
-        OLD.attempted_by[cardinality(OLD.attempted_by)], OLD.attempted_at,
-        NEW.state::text, NEW.attempt, NEW.max_attempts, NEW.claim_token,
-        NEW.attempted_by[cardinality(NEW.attempted_by)], NEW.attempted_at,
-        NEW.created_at,
-        CASE WHEN cardinality(NEW.errors) > cardinality(OLD.errors)
-            THEN NEW.errors[cardinality(NEW.errors)]->>'error' END);
+    INSERT INTO {schema}.fault_trace (source, job_id, xact, statement_at,
+        old_table, old_state, old_attempt, old_max_attempts, old_token, old_owner,
+        old_attempted_at, old_kept_in, old_errors, old_last_error,
+        new_table, new_state, new_attempt, new_max_attempts, new_token, new_owner,
+        new_attempted_at, new_kept_in, new_errors, new_last_error,
+        created_at)
+    VALUES (CASE TG_OP WHEN 'UPDATE' THEN 'job' WHEN 'DELETE' THEN 'left' ELSE 'entered' END,
+        (coalesce(n, o)->>'id')::bigint, txid_current(), statement_timestamp(),
+        CASE WHEN o IS NOT NULL THEN TG_TABLE_NAME END, o->>'state', (o->>'attempt')::integer,
+        (o->>'max_attempts')::integer, (o->>'claim_token')::bigint, o->'attempted_by'->>-1,
+        (o->>'attempted_at')::timestamptz, {schema}.fault_trace_kept_in(o),
+        jsonb_array_length(o->'errors'), o->'errors'->-1->>'error',
+        CASE WHEN n IS NOT NULL THEN TG_TABLE_NAME END, n->>'state', (n->>'attempt')::integer,
+        (n->>'max_attempts')::integer, (n->>'claim_token')::bigint, n->'attempted_by'->>-1,
+        (n->>'attempted_at')::timestamptz, {schema}.fault_trace_kept_in(n),
+        jsonb_array_length(n->'errors'), n->'errors'->-1->>'error',
+        (coalesce(n, o)->>'created_at')::timestamptz);
     RETURN NULL;
 END
 $$;
@@ -96,6 +128,12 @@ CREATE TRIGGER fault_trace_job AFTER UPDATE ON {schema}.pgmill_job FOR EACH ROW
     WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.attempt IS DISTINCT FROM NEW.attempt
         OR OLD.claim_token IS DISTINCT FROM NEW.claim_token)
     EXECUTE FUNCTION {schema}.fault_trace_job();
+CREATE TRIGGER fault_trace_job_moves AFTER INSERT OR DELETE ON {schema}.pgmill_job
+    FOR EACH ROW EXECUTE FUNCTION {schema}.fault_trace_job();
+CREATE TRIGGER fault_trace_job_moves AFTER INSERT OR DELETE ON {schema}.pgmill_job_done
+    FOR EACH ROW EXECUTE FUNCTION {schema}.fault_trace_job();
+CREATE TRIGGER fault_trace_job_moves AFTER INSERT OR DELETE ON {schema}.pgmill_job_dead
+    FOR EACH ROW EXECUTE FUNCTION {schema}.fault_trace_job();
 
 CREATE FUNCTION {schema}.fault_trace_lease() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

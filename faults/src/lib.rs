@@ -19,9 +19,10 @@
 //! frozen process held were rescued and ran again within the 30 s rescue bound (by the database
 //! clock, from a `now()` taken at the moment of the fault), and that every worker exited
 //! cleanly. Jobs that run twice after a kill are allowed (at least once) and counted. It also
-//! replays the run's trace (every change of a job's state, attempt and token, and of the lease,
-//! recorded by triggers on the test schema: see [`attempt_log`]) through the models' statement
-//! functions (`pgmill_models::trace`), and fails on any step the models do not allow.
+//! replays the run's trace (every change of a job's state, attempt and token, every row written
+//! to or deleted from the job table, the history and the dead-letter queue, and every change of
+//! the lease, recorded by triggers on the test schema: see [`attempt_log`]) through the models'
+//! statement functions (`pgmill_models::trace`), and fails on any step the models do not allow.
 //!
 //! # Running
 //!

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::process::ExitStatus;
 
-use pgmill_models::trace::{self, Event, JobImage, LeaseImage, TraceReport};
+use pgmill_models::trace::{self, Event, JobImage, LeaseImage, StatementId, TraceReport};
 use tokio_postgres::Row;
 
 use crate::driver_kind::DriverKind;
@@ -398,15 +398,21 @@ impl fmt::Display for Report {
         writeln!(
             f,
             "  trace replayed through the models: claims {}, outcomes {}, rescues {}, releases {}, \
-             re-asserts {}, scheduled {}, attempts {}; lease terms {} ({} before expiry), renewals \
-             {}, resignations {}; steps the models do not allow {}",
+             re-asserts {}, scheduled {}, cancels {}, retries {}, attempts {}; jobs written {}, \
+             moved between tables {}, removed {}; lease terms {} ({} before expiry), renewals {}, \
+             resignations {}; steps the models do not allow {}",
             t.claims,
             t.outcomes,
             t.rescues,
             t.releases,
             t.reasserts,
             t.schedules,
+            t.cancels,
+            t.retries,
             t.attempts,
+            t.inserts,
+            t.moves,
+            t.removals,
             t.terms,
             t.early_takeovers,
             t.renewals,
@@ -482,11 +488,15 @@ impl fmt::Display for Report {
 async fn gather_trace(probe: &mut Probe) -> Result<TraceReport, Error> {
     const US: &str = "* 1000000)::bigint";
     let sql = format!(
-        "SELECT seq, source, job_id, old_state, old_attempt, old_max_attempts, old_token, \
-         old_owner, (extract(epoch FROM old_attempted_at) {US} AS old_attempted_at, \
-         new_state, new_attempt, new_max_attempts, new_token, new_owner, \
-         (extract(epoch FROM new_attempted_at) {US} AS new_attempted_at, \
-         (extract(epoch FROM created_at) {US} AS created_at, reason, \
+        "SELECT seq, source, job_id, xact, \
+         (extract(epoch FROM statement_at) {US} AS statement_at, \
+         old_table, old_state, old_attempt, old_max_attempts, old_token, old_owner, \
+         (extract(epoch FROM old_attempted_at) {US} AS old_attempted_at, old_kept_in, \
+         old_errors, old_last_error, \
+         new_table, new_state, new_attempt, new_max_attempts, new_token, new_owner, \
+         (extract(epoch FROM new_attempted_at) {US} AS new_attempted_at, new_kept_in, \
+         new_errors, new_last_error, \
+         (extract(epoch FROM created_at) {US} AS created_at, \
          (extract(epoch FROM at) {US} AS at, \
          old_leader, (extract(epoch FROM old_elected_at) {US} AS old_elected_at, \
          (extract(epoch FROM old_expires_at) {US} AS old_expires_at, \
@@ -518,14 +528,19 @@ async fn gather_trace(probe: &mut Probe) -> Result<TraceReport, Error> {
 }
 
 fn job_image(r: &Row, side: &str) -> Option<JobImage> {
+    let col = |name: &str| format!("{side}_{name}");
     Some(JobImage {
-        state: r.get::<_, Option<String>>(format!("{side}_state").as_str())?,
-        attempt: r.get(format!("{side}_attempt").as_str()),
-        max_attempts: r.get(format!("{side}_max_attempts").as_str()),
-        token: r.get(format!("{side}_token").as_str()),
-        owner: r.get(format!("{side}_owner").as_str()),
-        attempted_at: r.get(format!("{side}_attempted_at").as_str()),
+        table: r.get::<_, Option<String>>(col("table").as_str())?,
+        state: r.get(col("state").as_str()),
+        attempt: r.get(col("attempt").as_str()),
+        max_attempts: r.get(col("max_attempts").as_str()),
+        token: r.get(col("token").as_str()),
+        owner: r.get(col("owner").as_str()),
+        attempted_at: r.get(col("attempted_at").as_str()),
         created_at: r.get("created_at"),
+        kept_in: r.get(col("kept_in").as_str()),
+        errors: r.get::<_, Option<i32>>(col("errors").as_str()).unwrap_or(0),
+        last_error: r.get(col("last_error").as_str()),
     })
 }
 
@@ -548,11 +563,29 @@ fn trace_event(r: &Row) -> Option<Event> {
             new: lease_image(r, "new"),
         });
     }
-    Some(Event::Job {
-        seq,
-        job: r.get("job_id"),
-        old: job_image(r, "old")?,
-        new: job_image(r, "new")?,
-        reason: r.get("reason"),
-    })
+    let job = r.get("job_id");
+    let statement = StatementId {
+        xact: r.get("xact"),
+        at: r.get("statement_at"),
+    };
+    match source.as_str() {
+        "left" => Some(Event::Left {
+            seq,
+            job,
+            statement,
+            old: job_image(r, "old")?,
+        }),
+        "entered" => Some(Event::Entered {
+            seq,
+            job,
+            statement,
+            new: job_image(r, "new")?,
+        }),
+        _ => Some(Event::Job {
+            seq,
+            job,
+            old: job_image(r, "old")?,
+            new: job_image(r, "new")?,
+        }),
+    }
 }

@@ -6,37 +6,56 @@
 //! claiming client's own heartbeat releases a claim it does not hold (a fetch whose reply was
 //! lost, or arrives later than the fresh-claim margin: see [`crate::orphan`] for the margin
 //! itself). A client may stop acting at any point (a crash, a freeze): every behaviour where it
-//! acts no more is a prefix of one where it does, and the rescuer takes its jobs back. The claim's reply may arrive after its rows were released and
-//! claimed again; the client then works the job anyway, as the producer does, and its outcome
-//! must change nothing.
+//! acts no more is a prefix of one where it does, and the rescuer takes its jobs back. The
+//! claim's reply may arrive after its rows were released and claimed again; the client then works
+//! the job anyway, as the producer does, and its outcome must change nothing. A producer sends its
+//! next claim as soon as the last one's reply arrived, before that reply's claims are registered,
+//! so a client may have two fetches committed and not yet registered.
+//!
+//! Job 1 is a unique job whose key stays taken when completed (the default unique states): its
+//! completion keeps it, completed, in the job table, so the lean completion leaves it running and
+//! the completer records it with the general statement, a statement of its own after the lean
+//! one. Job 0 is a plain job: a completion moves it to the history in the statement that
+//! completes it ([`Row::table`]).
 //!
 //! | action | statement | Rust |
 //! |---|---|---|
-//! | `Claim` | `job_get_available.sql`, `job_get_available_after.sql` | `Producer::fill_slots` → `query::job_get_available` |
+//! | `Claim` | `job_get_available.sql`, `job_get_available_after.sql`, `job_get_available_between.sql` | `Producer::fill_slots` → `Producer::send_claim` → `query::job_get_available` |
 //! | `Register` | (none: the reply's claims enter `InFlight`) | `Producer::fill_slots` → `InFlight::add_all` |
 //! | `LoseReply` | (none: the fetch failed after committing) | `Producer::run` → `InFlight::request_reconcile` |
 //! | `Finish` | (none: the executor hands its outcome to the completer) | `JobExecutor`, `Completion` |
-//! | `Flush` | `job_set_completed_many.sql` (or `job_set_completed_many_count.sql`, without rows) when every outcome is a completion, else `job_set_state_if_running_many.sql` | `BatchCompleter::flush`, then `InFlight::remove_all` |
+//! | `Flush` | `job_set_completed_many.sql` (or `job_set_completed_many_count.sql`, without rows) when every outcome is a completion, else `job_set_state_if_running_many.sql` | `BatchCompleter::flush`, then `InFlight::remove_all` unless a general statement follows |
+//! | `FlushRest` | `job_set_state_if_running_many.sql` for the whole batch, when the lean statement recorded fewer outcomes than the batch holds | `BatchCompleter::flush` → `BatchCompleter::record_outcomes`, then `InFlight::remove_all` |
 //! | `ReleaseOrphans` | `job_release_orphaned.sql` | `Heartbeat::release_orphaned` |
 //! | `Rescue` | `job_rescue.sql` | `JobRescuer::pass` |
 //! | `Schedule` | `job_schedule.sql` | `JobScheduler::run_once` |
 //!
-//! Each batch is one statement, so its rows change together; each row is fenced on its own.
+//! Each batch statement is one statement, so its rows change together; each row is fenced on its
+//! own. A claim here takes any subset of the available jobs: where a claim's scan starts and
+//! stops (the producer's position, its detours behind it after a rewind, the claims from the
+//! head) decides only which available jobs a claim can reach, which guards no transition of a
+//! job and is left out; so is the scheduler's band of due times (`job_schedule.sql`'s `$3`: where
+//! its scan of due rows starts), which decides which due rows a pass looks at, not what it does
+//! to one; the rewind announcements the outcome, release, rescue and scheduler statements send
+//! change no row.
 //!
 //! Properties: no outcome of a superseded claim lands; a row is running exactly while it carries
-//! a claim's token; a finished job is never moved again. Examples the bounds must reach: a late
-//! outcome dropped, an attempt number claimed a second time (what makes the attempt alone unfit
-//! as a fence), both jobs completed.
+//! a claim's token; a finished job is never moved again; an outcome the completer flushed for the
+//! claim its job still runs lands before the completer forgets the claim. Examples the bounds must
+//! reach: a late outcome dropped, an attempt number claimed a second time (what makes the attempt
+//! alone unfit as a fence), both jobs completed (job 0 moved to the history, job 1 kept in the job
+//! table).
 //!
 //! Outcomes: a completion, a retry (attempt kept), and an interrupt (a hard stop, or a buffered
 //! job given back), which gives the attempt back. (A snooze gives it back too, to `scheduled`;
-//! cancel and discard end the job like a completion.)
+//! cancel and discard end the job like a completion, for the history or the dead-letter queue:
+//! the moves themselves are [`crate::storage`]'s.)
 //!
 //! Bounds: 2 clients, 2 jobs, 2 claims (tokens) in all, 3 attempts per job.
 
 use stateright::{Model, Property};
 
-use crate::row::{Fence, JobState, Outcome, Row};
+use crate::row::{Fence, JobState, KeptIn, Outcome, Row, Table};
 
 const CLIENTS: usize = 2;
 const JOBS: usize = 2;
@@ -50,27 +69,36 @@ pub enum Broken {
     /// its attempt, so the next claim runs under the same number and a late outcome of the
     /// earlier claim lands on it.
     AttemptOnlyFence,
+    /// The completer trusts the lean completion alone and forgets the batch's claims after it:
+    /// the unique job it leaves running (its key stays taken when completed) is never recorded,
+    /// and stays running under a claim nobody holds.
+    NoGeneralFallback,
 }
 
 impl Broken {
     /// Every broken variant.
-    pub const ALL: [Broken; 1] = [Broken::AttemptOnlyFence];
+    pub const ALL: [Broken; 2] = [Broken::AttemptOnlyFence, Broken::NoGeneralFallback];
 
     /// The property the checker must find a counterexample to.
     pub fn violates(self) -> &'static str {
         match self {
             Broken::AttemptOnlyFence => NO_SUPERSEDED_OUTCOME,
+            Broken::NoGeneralFallback => NO_CURRENT_OUTCOME_LOST,
         }
     }
 }
 
 /// No outcome of a claim that is no longer the row's current claim changes the row.
 pub const NO_SUPERSEDED_OUTCOME: &str = "no outcome of a superseded claim lands";
+/// The completer forgets a claim only once its outcome landed, or the claim was superseded.
+pub const NO_CURRENT_OUTCOME_LOST: &str =
+    "an outcome flushed for its job's current claim lands before the claim is forgotten";
 const RUNNING_HAS_TOKEN: &str = "a row is running exactly while it carries a token";
 const FINAL_STAYS_FINAL: &str = "a finished job is never moved again";
 const LATE_OUTCOME_DROPPED: &str = "a late outcome of a superseded claim is dropped";
 const ATTEMPT_REUSED: &str = "an attempt number is claimed a second time";
-const BOTH_COMPLETE: &str = "both jobs complete";
+const BOTH_COMPLETE: &str =
+    "both jobs complete, the plain one in the history, the unique one in the job table";
 
 /// The model: correct, or broken one way.
 #[derive(Debug, Clone)]
@@ -93,8 +121,40 @@ impl ClaimModel {
     fn fence(&self) -> Fence {
         match self.broken {
             Some(Broken::AttemptOnlyFence) => Fence::AttemptOnly,
-            None => Fence::AttemptAndToken,
+            _ => Fence::AttemptAndToken,
         }
+    }
+
+    /// Applies one statement's outcome for `h` to its row, recording in the ghosts whether it
+    /// landed on the current claim or a superseded one.
+    fn record(n: &mut ClaimState, h: &Claimed, after: Option<Row<u8, u8>>) {
+        let j = h.job as usize;
+        let before = n.rows[j];
+        let current = before.state == JobState::Running && before.token == Some(h.token);
+        match after {
+            Some(row) => {
+                if !current {
+                    n.stale_landed = true;
+                }
+                n.rows[j] = row;
+            }
+            None if !current => n.stale_dropped = true,
+            None => {}
+        }
+    }
+
+    /// The completer forgets the claims of `batch` (`InFlight::remove_all`): any whose job still
+    /// runs that claim lost its outcome.
+    fn forget(n: &mut ClaimState, client: u8, batch: &[Claimed]) {
+        for h in batch {
+            let row = n.rows[h.job as usize];
+            if row.state == JobState::Running && row.token == Some(h.token) {
+                n.current_lost = true;
+            }
+        }
+        n.clients[client as usize]
+            .held
+            .retain(|c| !batch.iter().any(|b| b.token == c.token && b.job == c.job));
     }
 }
 
@@ -114,10 +174,14 @@ pub struct Claimed {
 /// One client process.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Client {
-    /// Claims committed whose reply the producer has not taken in yet.
+    /// Claims committed whose reply the producer has not taken in yet, oldest fetch first.
     pub in_transit: Vec<Claimed>,
-    /// The claims the client holds (`InFlight`): working, or their outcome queued.
+    /// The claims the client holds (`InFlight`): working, or their outcome queued or being
+    /// recorded.
     pub held: Vec<Claimed>,
+    /// A flush whose lean statement recorded fewer outcomes than its batch holds: the batch,
+    /// for the general statement that follows, each with whether the lean statement recorded it.
+    pub flushing: Option<Vec<(Claimed, bool)>>,
 }
 
 /// The database and the clients.
@@ -139,6 +203,8 @@ pub struct ClaimState {
     pub stale_dropped: bool,
     /// Ghost: a finished row changed.
     pub final_moved: bool,
+    /// Ghost: the completer forgot a claim its job still ran, its outcome not recorded.
+    pub current_lost: bool,
 }
 
 /// A step of a client, the leader, or the database.
@@ -172,8 +238,15 @@ pub enum Action {
         /// What the work ended with.
         outcome: Outcome,
     },
-    /// The completer flushes every queued outcome in one statement, then forgets those claims.
+    /// The completer flushes every queued outcome in one statement, then forgets those claims,
+    /// unless the lean statement recorded fewer than the batch holds.
     Flush {
+        /// The client.
+        client: u8,
+    },
+    /// The completer records the rest of the batch with the general statement, then forgets
+    /// the batch's claims.
+    FlushRest {
         /// The client.
         client: u8,
     },
@@ -202,9 +275,11 @@ impl Model for ClaimModel {
         let client = Client {
             in_transit: Vec::new(),
             held: Vec::new(),
+            flushing: None,
         };
+        let plain = Row::inserted(0, MAX_ATTEMPTS);
         vec![ClaimState {
-            rows: [Row::inserted(0, MAX_ATTEMPTS); JOBS],
+            rows: [plain, plain.with_unique(KeptIn::COMPLETED)],
             clients: [client.clone(), client],
             tokens: 0,
             attempts_claimed: [0; JOBS],
@@ -212,6 +287,7 @@ impl Model for ClaimModel {
             stale_landed: false,
             stale_dropped: false,
             final_moved: false,
+            current_lost: false,
         }]
     }
 
@@ -224,7 +300,17 @@ impl Model for ClaimModel {
                 .enumerate()
                 .filter(|(_, r)| r.state == JobState::Available)
                 .fold(0u8, |m, (j, _)| m | 1 << j);
-            if s.tokens < MAX_TOKENS && cl.in_transit.is_empty() {
+            // At most two fetches on their way: the next claim is sent once the last one's reply
+            // arrived, before its claims are registered.
+            let fetches = cl.in_transit.iter().map(|c| c.token).collect::<Vec<_>>();
+            let in_transit = fetches.first().map_or(0, |first| {
+                if fetches.iter().all(|t| t == first) {
+                    1
+                } else {
+                    2
+                }
+            });
+            if s.tokens < MAX_TOKENS && in_transit < 2 {
                 for jobs in 1..=available {
                     if jobs & !available == 0 {
                         actions.push(Action::Claim { client, jobs });
@@ -245,7 +331,9 @@ impl Model for ClaimModel {
                     });
                 }
             }
-            if cl.held.iter().any(|h| h.outcome.is_some()) {
+            if cl.flushing.is_some() {
+                actions.push(Action::FlushRest { client });
+            } else if cl.held.iter().any(|h| h.outcome.is_some()) {
                 actions.push(Action::Flush { client });
             }
             actions.push(Action::ReleaseOrphans { client });
@@ -285,13 +373,19 @@ impl Model for ClaimModel {
                 }
             }
             Action::Register { client } => {
+                // The oldest fetch's claims.
                 let cl = &mut n.clients[client as usize];
-                let arrived = std::mem::take(&mut cl.in_transit);
-                cl.held.extend(arrived);
+                let oldest = cl.in_transit.first()?.token;
+                let (arrived, later) = cl.in_transit.iter().partition(|c| c.token == oldest);
+                cl.in_transit = later;
+                cl.held.extend::<Vec<Claimed>>(arrived);
                 cl.held.sort();
             }
             Action::LoseReply { client } => {
-                n.clients[client as usize].in_transit.clear();
+                // The newest fetch's reply (an earlier one arrived before it was sent).
+                let cl = &mut n.clients[client as usize];
+                let newest = cl.in_transit.last()?.token;
+                cl.in_transit.retain(|c| c.token != newest);
             }
             Action::Finish {
                 client,
@@ -307,34 +401,54 @@ impl Model for ClaimModel {
                 n.clients[client as usize].held.sort();
             }
             Action::Flush { client } => {
-                let (batch, kept): (Vec<Claimed>, Vec<Claimed>) = n.clients[client as usize]
+                let batch: Vec<Claimed> = n.clients[client as usize]
                     .held
                     .iter()
-                    .partition(|h| h.outcome.is_some());
+                    .filter(|h| h.outcome.is_some())
+                    .copied()
+                    .collect();
                 let lean = batch.iter().all(|h| h.outcome == Some(Outcome::Complete));
+                let mut recorded = Vec::new();
                 for h in &batch {
-                    let j = h.job as usize;
-                    let before = n.rows[j];
-                    let outcome = h.outcome.expect("partitioned on it");
+                    let before = n.rows[h.job as usize];
+                    let outcome = h.outcome.expect("filtered on it");
                     let after = if lean {
                         before.set_completed(h.attempt, h.token, self.fence())
                     } else {
                         before.set_state_if_running(h.attempt, h.token, outcome, self.fence())
                     };
-                    let current =
-                        before.state == JobState::Running && before.token == Some(h.token);
+                    recorded.push((*h, after.is_some()));
+                    Self::record(&mut n, h, after);
+                }
+                if lean
+                    && recorded.iter().any(|(_, r)| !r)
+                    && self.broken != Some(Broken::NoGeneralFallback)
+                {
+                    n.clients[client as usize].flushing = Some(recorded);
+                } else {
+                    Self::forget(&mut n, client, &batch);
+                }
+            }
+            Action::FlushRest { client } => {
+                let flushing = n.clients[client as usize].flushing.take()?;
+                for (h, recorded) in &flushing {
+                    let before = n.rows[h.job as usize];
+                    let outcome = h.outcome.expect("a flushed outcome");
+                    let after =
+                        before.set_state_if_running(h.attempt, h.token, outcome, self.fence());
                     match after {
-                        Some(row) => {
-                            if !current {
-                                n.stale_landed = true;
-                            }
-                            n.rows[j] = row;
+                        // Recorded by the lean statement: its row left the job table, and the
+                        // general statement finds nothing to do (landing again is stale).
+                        None if *recorded => {}
+                        Some(row) if *recorded => {
+                            n.stale_landed = true;
+                            n.rows[h.job as usize] = row;
                         }
-                        None if !current => n.stale_dropped = true,
-                        None => {}
+                        _ => Self::record(&mut n, h, after),
                     }
                 }
-                n.clients[client as usize].held = kept;
+                let batch: Vec<Claimed> = flushing.iter().map(|(h, _)| *h).collect();
+                Self::forget(&mut n, client, &batch);
             }
             Action::ReleaseOrphans { client } => {
                 let held = n.clients[client as usize].held.clone();
@@ -368,8 +482,11 @@ impl Model for ClaimModel {
             Property::always(FINAL_STAYS_FINAL, |_, s: &ClaimState| !s.final_moved),
             Property::sometimes(LATE_OUTCOME_DROPPED, |_, s: &ClaimState| s.stale_dropped),
             Property::sometimes(ATTEMPT_REUSED, |_, s: &ClaimState| s.attempt_reused),
+            Property::always(NO_CURRENT_OUTCOME_LOST, |_, s: &ClaimState| !s.current_lost),
             Property::sometimes(BOTH_COMPLETE, |_, s: &ClaimState| {
                 s.rows.iter().all(|r| r.state == JobState::Completed)
+                    && s.rows[0].table == Table::Done
+                    && s.rows[1].table == Table::Job
             }),
         ]
     }

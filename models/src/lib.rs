@@ -9,13 +9,14 @@
 //!
 //! | module | protocol | properties | broken variants (property they break) |
 //! |---|---|---|---|
-//! | [`claim`] | claim and its fencing token, completion batches, late results, releases and rescues under a claim | no outcome of a superseded claim lands; running exactly while a token is set; finished stays finished | fence on the attempt number only (no superseded outcome) |
+//! | [`claim`] | claim and its fencing token, completion batches (the lean statement, then the general one for what it left), late results, releases and rescues under a claim | no outcome of a superseded claim lands; running exactly while a token is set; finished stays finished; a flushed outcome of a current claim lands before the claim is forgotten | fence on the attempt number only (no superseded outcome); the lean statement trusted alone (outcome lost) |
 //! | [`orphan`] | the heartbeat's orphan release and its fresh-claim margin, with a clock | no claim its producer holds or is registering is released; no superseded outcome lands | no margin; a margin one tick short of registration plus lag (no live claim released) |
 //! | [`rescue`] | heartbeats and the timed rescuer; a client presumed dead that is still running | rescued within the bound; no superseded outcome lands; no client whose committed heartbeat is within the timeout is rescued | heartbeats read in an earlier statement than the rescue (no live client rescued); a rescuer on its interval alone (bound) |
 //! | [`reassert`] | the re-assert after a failover, an id handed out again by the promoted replica | an outcome lands only on the job its claim ran; no superseded outcome lands | re-assert by id alone (outcome on its job) |
 //! | [`leader`] | the lease with terms, renewal, resignation, takeover of a stale leader, trust windows, a restart under the same id | at most one process leads at a time; a lease ends within one lease of its own last renewal | resignation by leader id alone (one leader); renewal of any term (lease bounded) |
 //! | [`periodic`] | the periodic enqueuer's tick, two enqueuers at once (leaders overlapping) | no tick enqueued twice | advance in a separate transaction from the insert (no tick twice) |
 //! | [`unique`] | unique inserts racing on the unique index | one committed job per key in a unique state; a reported duplicate exists | check, then insert without the index (one job per key) |
+//! | [`storage`] | a finished job's move out of the job table to the history or the dead-letter queue, the history ring's rotation by `TRUNCATE` of a slot, a snapshot held across both, a move rolled back | no job lost; no job in two tables; a truncation removes no row within its retention; a snapshot sees each job exactly once | the move as two transactions, delete first (job lost) or insert first (job in two tables); the rotation's look before the lock only (row within retention truncated) |
 //!
 //! Every module's docs hold a table of its actions: the SQL file each stands for (`core/sql/`)
 //! and the Rust function that runs it (`core/src/`). The job row those statements share is
@@ -33,8 +34,7 @@
 //! # Adding a model
 //!
 //! A new protocol (the admission step of flow control and its snapshot trap, sequence order,
-//! workflow promotion, moves of finished jobs and partition rotation) is a new module of the
-//! same shape:
+//! workflow promotion) is a new module of the same shape:
 //!
 //! 1. module docs: what is modelled, the table of actions → SQL file → Rust function, the
 //!    timing assumptions, the properties and the bounds;
@@ -66,5 +66,6 @@ pub mod periodic;
 pub mod reassert;
 pub mod rescue;
 pub mod row;
+pub mod storage;
 pub mod trace;
 pub mod unique;

@@ -13,7 +13,7 @@
 //! | `Claim` | `job_get_available.sql` | `Producer::fill_slots` → `query::job_get_available` |
 //! | `Register` | (none) | `Producer::fill_slots` → `InFlight::add_all` |
 //! | `LoseReply` | (none) | `Producer::run` → `InFlight::request_reconcile` |
-//! | `Complete` | `job_set_completed_many.sql` | `BatchCompleter::flush`, then `InFlight::remove_all` |
+//! | `Complete` | `job_set_completed_many.sql` (the job moves to the history in the same statement) | `BatchCompleter::flush`, then `InFlight::remove_all` |
 //! | `Snapshot` | (none: the held claims are read) | `Heartbeat::release_orphaned` → `InFlight::snapshot` |
 //! | `Release` | `job_release_orphaned.sql` | `Heartbeat::release_orphaned` → `query::job_release_orphaned` |
 //! | `Tick` | the clock | |
@@ -25,6 +25,11 @@
 //! twice the 30 s after which a fetch is given up on); both times are normally milliseconds.
 //! Breaking it only costs a second run (the released claim's outcome is dropped by the fence),
 //! never a wrong outcome, which the model checks too.
+//!
+//! A completed job leaves the job table in the statement that completes it, so no later release
+//! can match it ([`Row::release_orphaned`] reads the job table only); the move itself is
+//! [`crate::storage`]'s. The release's announcement of the jobs it gave back (the rewind topic)
+//! changes no row.
 //!
 //! Properties: no claim the producer holds or is about to register is released; no outcome of
 //! a superseded claim lands. Example the bounds must reach: an orphaned claim (its reply lost)

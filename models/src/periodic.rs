@@ -14,6 +14,14 @@
 //! | `Advance` | `periodic_advance.sql` (in the same transaction) | `PeriodicEnqueuer::run_once` |
 //! | `Commit`, `Abort` | the transaction's end | `PeriodicEnqueuer::run_once` |
 //!
+//! A pass that catches up missed ticks one by one (`MissedTicks::CatchUpEach`) enqueues the
+//! missed ticks up to the database's `now()` (the latest ones, at most its maximum) in the same
+//! insert, and advances past `now()` with the same guard: the ticks of one pass lie from the next
+//! run it consumed to before the next run it advances to, ranges no two passes share, so the
+//! model's tick stands for the range. A schedule in a time zone keeps
+//! its next run in `zoned_next_run_at`; both statements read the next run as
+//! `coalesce(zoned_next_run_at, next_run_at)`, so the lock and the guard see the same value.
+//!
 //! Properties: no tick is enqueued twice. Example: every tick up to the bound enqueued.
 //!
 //! Bounds: 2 enqueuers, 2 ticks, 2 failed passes.

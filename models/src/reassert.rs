@@ -17,6 +17,9 @@
 //! | `Complete` | `job_set_completed_many.sql` | `BatchCompleter::flush` |
 //! | `Reassert` | `client_heartbeat.sql` finds no row, `client_register.sql`, `job_reassert_running.sql` | `Heartbeat::beat` |
 //!
+//! A completed job leaves the job table in the statement that completes it; a re-assert reads
+//! the job table only, so it can never put a completed job back to running.
+//!
 //! Properties: an outcome lands only on the job its claim ran (the row's `created_at` is the
 //! claimed job's); no outcome of a superseded claim lands. Examples: a lost claim re-asserted; a
 //! lost job's id handed out again.

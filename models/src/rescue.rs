@@ -17,6 +17,14 @@
 //! | `SurvivorClaim`, `SurvivorFinish` | `job_get_available.sql`, `job_set_completed_many.sql` | `Producer::fill_slots`, `BatchCompleter::flush` |
 //! | `Tick` | the clock | |
 //!
+//! A rescue of a job with no attempt left discards it and moves it to the dead-letter queue in
+//! the same statement (reason `rescued`); W's job here has attempts left, so it is given back.
+//! Left out: which running rows a pass reads for the other two causes, jobs past their hard
+//! deadline (a band of attempt times from the last pass's reach, less a margin, and all of them
+//! every so many passes) and jobs of clients with no row (a scan spaced by its own cost): both
+//! are `JobRescuer::pass`'s `Scans`. The jobs of a client whose heartbeat expired, the cause
+//! modelled here, are looked for by every pass.
+//!
 //! Ticks: client timeout `T` = 3, rescuer interval `I` = 2. The comparison is strict
 //! (`heartbeat_at < now() - T`), so a job whose client last heartbeated at `h` is rescued at
 //! `h + T + 1` at the latest: the bound (the engine wakes 50 ms past the timeout).

@@ -5,13 +5,17 @@
 //! transaction has inserted and not yet committed waits for it; if that one commits, the insert
 //! conflicts and `ON CONFLICT ... DO UPDATE` locks and returns the existing job; if it rolls
 //! back, the insert goes ahead. A job that leaves its unique states (it completes, when
-//! `completed` is not among them) frees the key.
+//! `completed` is not among them) frees the key: it leaves the job table for the history in the
+//! statement that completes it, and the index no longer sees it. A job whose unique states keep
+//! `completed` is left running by the lean completion and completed in place by
+//! `job_set_state_if_running_many.sql`, holding its key (that split is [`crate::claim`]'s; the
+//! moves are [`crate::storage`]'s).
 //!
 //! | action | statement | Rust |
 //! |---|---|---|
 //! | `Insert` | `job_insert_unique_many.sql` and the unique index of `001_create_tables.up.sql` | `Inserter::insert_many` (unique jobs) |
 //! | `Commit`, `Abort` | the inserting transaction's end (the application's own transaction) | |
-//! | `Finish` | `job_set_completed_many.sql` | `BatchCompleter::flush` |
+//! | `Finish` | `job_set_completed_many.sql` (a job out of its unique states, moved to the history) | `BatchCompleter::flush` |
 //!
 //! Properties: at most one committed job per key is in a unique state; an insert that reports
 //! a duplicate names a job that exists. Example: an insert told apart as a duplicate.
