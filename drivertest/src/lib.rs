@@ -336,6 +336,13 @@ macro_rules! __conformance_cases {
                 list_newest_pages_backwards_through_every_filter,
                 activity_counts_recent_outcomes_per_queue,
             }
+            queue_stats {
+                a_burst_of_outcomes_is_counted_once_in_its_buckets,
+                leader_changes_leave_no_bucket_missed_or_counted_twice,
+                rows_past_the_retention_are_trimmed_in_batches,
+                the_series_bins_the_rollup_and_reads_nothing_else,
+                the_rollup_reads_none_of_the_history,
+            }
             value_round_trip {
                 bool_round_trips, int2_round_trips, int4_round_trips, int8_round_trips,
                 float8_round_trips_including_extremes, text_round_trips_non_ascii_and_empty,

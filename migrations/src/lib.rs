@@ -48,6 +48,7 @@ migrations! {
     9 => "009_finished_jobs_leave_the_job_table",
     10 => "010_periodic_time_zone",
     11 => "011_retention_rules",
+    12 => "012_queue_stat",
 }
 
 /// The latest version.

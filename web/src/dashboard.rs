@@ -141,6 +141,7 @@ impl<D: Driver> Dashboard<D> {
         };
         Router::new()
             .route("/", get(pages::overview::page::<D>))
+            .route("/charts", get(pages::charts::page::<D>))
             .route("/jobs", get(pages::jobs::page::<D>))
             .route(
                 "/jobs/bulk/{action}",

@@ -18,14 +18,16 @@
 //!
 //! | page | shows | actions |
 //! |------|-------|---------|
-//! | overview | queues with counts by state, throughput and failure rate over the last minutes, oldest available wait, paused and unserved queues | pause/resume a queue or all |
+//! | overview | queues with counts by state, throughput and failure rate over the last minutes, oldest available wait, paused and unserved queues, and the last hour's completed and failed jobs as a chart | pause/resume a queue or all |
+//! | charts | one queue or all over the last hour or day: completed and failed jobs, jobs waiting and running by state, the oldest available job's wait and the pickup p95, as charts (from the leader's queue statistics, never the job table) | |
 //! | jobs | newest first, filtered by state, queue and kind, keyset pages | bulk retry/cancel/delete of the filter, after a confirmation with the count |
 //! | job | args and metadata pretty-printed (cut when huge), every attempt's error, timings | retry, cancel, delete |
 //! | periodic | schedules with next and last run, counts, failure streak | pause/resume |
 //! | clients | every registered client (live or presumed dead, heartbeat age, host, pid, queues) and the leader with its term | |
 //!
-//! Pages are rendered on the server with escaping throughout; a small embedded script refreshes
-//! the live part of each page every few seconds without reloading it. The stylesheet and script
+//! Pages are rendered on the server with escaping throughout, charts as SVG; a small embedded
+//! script refreshes the live part of each page (charts included) every few seconds without
+//! reloading it. The stylesheet and script
 //! are compiled into the binary: nothing to build besides cargo.
 //!
 //! # Safety
@@ -41,6 +43,7 @@
 
 mod assets;
 mod auth;
+mod chart;
 mod csrf;
 mod dashboard;
 mod error;

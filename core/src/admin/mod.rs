@@ -13,6 +13,7 @@ mod job_summary;
 mod migration;
 mod periodic;
 mod queue;
+mod queue_stat;
 mod retention;
 mod storage;
 
@@ -27,6 +28,7 @@ pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
 pub use migration::MigrationRow;
 pub use periodic::PeriodicRow;
 pub use queue::{QueueActivity, QueueOverview, QueueRow, UnknownKindJobs, UnservedQueue};
+pub use queue_stat::{MAX_QUEUE_STAT_BINS, QueueStatParams, QueueStatPoint, QueueStats};
 pub use retention::{EVERY_QUEUE, RetentionRule};
 pub use storage::{HolderKind, VacuumHolder, VacuumHorizon};
 

@@ -12,7 +12,7 @@ use crate::ident::validate_name;
 use crate::job_args::JobArgs;
 use crate::maintenance::{
     DEFAULT_PERIODIC_INTERVAL, JobAnalyzer, JobAnalyzerConfig, JobCleanerConfig, JobRescuerConfig,
-    JobSchedulerConfig, QueueCleanerConfig,
+    JobSchedulerConfig, QueueCleanerConfig, QueueStatConfig,
 };
 use crate::middleware::{MetricsConfig, Middleware, MiddlewareStack, TracePropagator};
 use crate::periodic::PeriodicJob;
@@ -125,6 +125,12 @@ pub struct Config {
     /// before they return when the jobs they inserted alone outgrew the statistics.
     /// `None` leaves statistics to autovacuum alone. Default on.
     pub analyzer: Option<JobAnalyzerConfig>,
+    /// The queue statistics rollup's settings: the leader writes each queue's completed,
+    /// failed and retried jobs, pickup wait and depth once a minute into a small table that the
+    /// dashboard draws its charts from (see
+    /// [`QueueStatRollup`](crate::maintenance::QueueStatRollup)). `None` writes none (the
+    /// charts then show gaps). Default on.
+    pub queue_stats: Option<QueueStatConfig>,
     /// Periodic jobs the leader enqueues.
     pub periodic_jobs: Vec<PeriodicJob>,
     /// Time between periodic enqueuer passes. Default 1 s.
@@ -165,6 +171,7 @@ impl Default for Config {
             cleaner: JobCleanerConfig::default(),
             queue_cleaner: QueueCleanerConfig::default(),
             analyzer: Some(JobAnalyzerConfig::default()),
+            queue_stats: Some(QueueStatConfig::default()),
             periodic_jobs: Vec::new(),
             periodic_interval: DEFAULT_PERIODIC_INTERVAL,
             supervisor_backoff: DEFAULT_SUPERVISOR_BACKOFF,
@@ -227,6 +234,9 @@ impl Config {
             );
         }
         self.rescuer.check_client_retention()?;
+        if let Some(stats) = &self.queue_stats {
+            stats.validate()?;
+        }
         let mut names = BTreeSet::new();
         for p in &self.periodic_jobs {
             if !names.insert(p.name()) {
@@ -412,6 +422,13 @@ impl<D: Driver> ClientBuilder<D> {
     /// Sets the analyzer's settings; `None` runs no analyzer (see [`Config::analyzer`]).
     pub fn analyzer(mut self, analyzer: Option<JobAnalyzerConfig>) -> Self {
         self.config.analyzer = analyzer;
+        self
+    }
+
+    /// Sets the queue statistics rollup's settings; `None` runs no rollup (see
+    /// [`Config::queue_stats`]).
+    pub fn queue_stats(mut self, queue_stats: Option<QueueStatConfig>) -> Self {
+        self.config.queue_stats = queue_stats;
         self
     }
 

@@ -481,6 +481,7 @@ impl<D: Driver> Client<D> {
             },
             supervisor_backoff: cfg.supervisor_backoff,
             sample_interval: cfg.metrics.as_ref().map(|m| m.sample_interval),
+            queue_stats: cfg.queue_stats.clone(),
         }
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Each service has the same skeleton: a config with documented defaults, `new` validating it, a
 //! loop around `run_once` (which tests call directly), and a failed pass that logs and continues.
-//! The scheduler, rescuer, cleaners, analyzer and periodic enqueuer run only on the leader, started and
+//! The scheduler, rescuer, cleaners, analyzer, periodic enqueuer and queue statistics rollup run
+//! only on the leader, started and
 //! stopped with each term by the queue maintainer, each under a supervisor that restarts a
 //! service that panics. (Any client's own large insert also has the analyzer look once, before
 //! the insert returns.)
@@ -18,6 +19,7 @@ mod periodic_enqueuer;
 mod queue_cleaner;
 mod queue_maintainer;
 mod queue_sampler;
+mod queue_stat_rollup;
 
 pub use job_analyzer::{
     DEFAULT_ANALYZER_GROWTH, DEFAULT_ANALYZER_INTERVAL, DEFAULT_ANALYZER_MIN_ROWS, JobAnalyzer,
@@ -40,3 +42,7 @@ pub use queue_cleaner::{
     DEFAULT_QUEUE_RETENTION, QueueCleaner, QueueCleanerConfig, QueueCleanerRunOnceResult,
 };
 pub(crate) use queue_maintainer::{QueueMaintainer, QueueMaintainerConfig};
+pub use queue_stat_rollup::{
+    DEFAULT_QUEUE_STAT_BUCKET, DEFAULT_QUEUE_STAT_RETENTION, QueueStatConfig, QueueStatRollup,
+    QueueStatRunOnceResult,
+};

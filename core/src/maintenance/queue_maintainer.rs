@@ -15,6 +15,7 @@ use super::job_scheduler::{JobScheduler, JobSchedulerConfig};
 use super::periodic_enqueuer::{PeriodicEnqueuer, PeriodicEnqueuerConfig};
 use super::queue_cleaner::{QueueCleaner, QueueCleanerConfig};
 use super::queue_sampler::QueueSampler;
+use super::queue_stat_rollup::{QueueStatConfig, QueueStatRollup};
 use crate::cluster::elector::Elector;
 use crate::driver::Driver;
 use crate::error::Result;
@@ -35,11 +36,13 @@ pub(crate) struct QueueMaintainerConfig {
     pub(crate) supervisor_backoff: Duration,
     /// How often the queue sampler runs; `None` runs no sampler (metrics off).
     pub(crate) sample_interval: Option<Duration>,
+    /// The queue statistics rollup's settings; `None` runs no rollup.
+    pub(crate) queue_stats: Option<QueueStatConfig>,
 }
 
 /// The services that run only while this client leads: scheduler, rescuer, cleaners, the
-/// analyzer (unless turned off), the periodic enqueuer and (with metrics on) the queue sampler,
-/// each under a supervisor.
+/// analyzer (unless turned off), the periodic enqueuer, the queue statistics rollup (unless turned
+/// off) and (with metrics on) the queue sampler, each under a supervisor.
 pub(crate) struct QueueMaintainer<D: Driver> {
     scheduler: JobScheduler<D>,
     rescuer: JobRescuer<D>,
@@ -48,6 +51,7 @@ pub(crate) struct QueueMaintainer<D: Driver> {
     analyzer: Option<JobAnalyzer<D>>,
     periodic: PeriodicEnqueuer<D>,
     sampler: Option<QueueSampler<D>>,
+    stat_rollup: Option<QueueStatRollup<D>>,
     /// The client's queues, woken when the scheduler makes jobs of theirs available.
     queues: HashMap<String, Arc<QueueHandle>>,
     backoff: Duration,
@@ -79,11 +83,16 @@ impl<D: Driver> QueueMaintainer<D> {
             )?),
             None => None,
         };
+        let stat_rollup = config
+            .queue_stats
+            .map(|c| QueueStatRollup::new(driver.clone(), schema.clone(), c))
+            .transpose()?;
         Ok(QueueMaintainer {
             scheduler: JobScheduler::new(driver.clone(), schema.clone(), config.scheduler)?,
             rescuer: JobRescuer::new(driver.clone(), schema.clone(), config.rescuer)?
                 .with_metrics(parts.metrics.clone()),
             sampler,
+            stat_rollup,
             cleaner: JobCleaner::new(driver.clone(), schema.clone(), config.cleaner)?,
             queue_cleaner: QueueCleaner::new(driver.clone(), schema.clone(), config.queue_cleaner)?,
             analyzer,
@@ -160,6 +169,12 @@ impl<D: Driver> QueueMaintainer<D> {
             tasks.spawn(supervise("periodic_enqueuer", b, t.clone(), move || {
                 periodic.clone().run(t.clone())
             }));
+            if let Some(rollup) = &self.stat_rollup {
+                let (rollup, t) = (rollup.clone(), term.clone());
+                tasks.spawn(supervise("queue_stat_rollup", b, t.clone(), move || {
+                    rollup.clone().run(t.clone())
+                }));
+            }
             if let Some(sampler) = &self.sampler {
                 let (sampler, t) = (sampler.clone(), term.clone());
                 tasks.spawn(supervise("queue_sampler", b, t.clone(), move || {

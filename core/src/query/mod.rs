@@ -19,6 +19,7 @@ mod migration;
 mod periodic;
 mod queue;
 mod queue_activity;
+mod queue_stat;
 mod retention;
 pub(crate) mod sql_text;
 mod storage;
@@ -70,6 +71,10 @@ pub(crate) use queue::{
     queue_overview, queue_pause, queue_resume, queue_unknown_kinds, queue_upsert,
 };
 pub(crate) use queue_activity::job_count_recent_by_queue;
+pub(crate) use queue_stat::{
+    QueueStatPendingRow, QueueStatRollupRow, QueueStatSeriesRow, queue_stat_jit_off,
+    queue_stat_pending, queue_stat_queues, queue_stat_rollup, queue_stat_series, queue_stat_trim,
+};
 pub(crate) use retention::{retention_delete, retention_list, retention_set};
 pub(crate) use storage::{
     SlotRow, storage_done_truncate_expired, storage_horizon, storage_set_done_slot_seconds,

@@ -29,6 +29,7 @@ pub mod migrator;
 pub mod periodic;
 pub mod producer_prefetch;
 pub mod queue_names;
+pub mod queue_stats;
 pub mod rescue;
 pub mod retention;
 pub mod row_decode;

@@ -2,6 +2,7 @@
 //! every page is drawn in.
 
 pub(crate) mod bulk;
+pub(crate) mod charts;
 pub(crate) mod clients;
 pub(crate) mod dead;
 pub(crate) mod job;
@@ -29,6 +30,7 @@ const LIVE_HEADER: &str = "x-pgmill-live";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Nav {
     Overview,
+    Charts,
     Jobs,
     Periodic,
     Dead,
@@ -77,6 +79,12 @@ impl Shell {
         self.mount.to(path)
     }
 
+    /// True when only the live part was asked for (the live refresh): what only the fixed part
+    /// shows need not be read.
+    pub(crate) fn is_live(&self) -> bool {
+        self.live_only
+    }
+
     /// A page: the whole document, or only its live part when the live refresh asked.
     pub(crate) fn page(&self, nav: Nav, title: &str, fixed: Markup, live: Markup) -> Response {
         if self.live_only {
@@ -104,6 +112,7 @@ impl Shell {
                         a.brand href=(self.href("/")) { "pgmill" }
                         nav {
                             (link(Nav::Overview, "/", "Overview"))
+                            (link(Nav::Charts, "/charts", "Charts"))
                             (link(Nav::Jobs, "/jobs", "Jobs"))
                             (link(Nav::Periodic, "/periodic", "Periodic"))
                             (link(Nav::Dead, "/dead", "Dead letters"))

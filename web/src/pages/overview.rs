@@ -1,6 +1,7 @@
 //! The overview: every queue with its jobs counted by state (one query: registered queues and
 //! unregistered names holding live jobs, unserved ones flagged), throughput and failure rate over
-//! the activity window, the oldest available job's wait, and pause/resume.
+//! the activity window, the oldest available job's wait, the last hour's completed and failed
+//! jobs as a chart (from the queue statistics), and pause/resume.
 
 use std::collections::BTreeMap;
 
@@ -9,11 +10,13 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use pgmill::JobState;
-use pgmill::admin::{QueueActivity, QueueOverview};
+use pgmill::admin::{QueueActivity, QueueOverview, QueueStatParams};
 use pgmill::driver::Driver;
 use serde::Deserialize;
 
+use super::charts::{self, Range};
 use super::{Nav, Shell};
+use crate::chart::Chart;
 use crate::dashboard::AppState;
 use crate::error::{Error, Result};
 use crate::filter::JobFilter;
@@ -70,10 +73,12 @@ pub(crate) async fn page<D: Driver>(
 ) -> Result<Response> {
     let window = chrono::TimeDelta::from_std(app.settings.activity_window)
         .unwrap_or(chrono::TimeDelta::minutes(5));
-    let (queues, activity, leader) = tokio::try_join!(
+    let last_hour = QueueStatParams::last_hour();
+    let (queues, activity, leader, hour) = tokio::try_join!(
         app.client.queue_overview(),
         app.client.queue_activity(window),
         app.client.leader(),
+        charts::stats_unless_unmigrated(&app.client, &last_hour),
     )?;
     let mut lines: BTreeMap<String, Line> = BTreeMap::new();
     for q in queues {
@@ -169,7 +174,10 @@ pub(crate) async fn page<D: Driver>(
                         @let registered = queue.is_some_and(|q| q.registered);
                         @let unserved = queue.is_some_and(QueueOverview::is_unserved);
                         tr data-queue=(name) class=[unserved.then_some("unserved")] {
-                            td { a href=(jobs_link(name, None)) { code { (name) } } }
+                            td {
+                                a href=(jobs_link(name, None)) { code { (name) } }
+                                " " a.chart-link href=(charts::link(&shell, Some(name), Range::Hour)) title={ "charts of " (name) } { "chart" }
+                            }
                             td {
                                 @if paused { span.badge.paused { "paused" } }
                                 @else if registered { span.badge.active { "active" } }
@@ -209,6 +217,15 @@ pub(crate) async fn page<D: Driver>(
                         }
                     }
                 }
+            }
+        }
+        div.charts.overview-chart {
+            @match &hour {
+                Some(hour) => {
+                    (Chart { wide: true, ..charts::throughput(hour, Range::Hour) }.render())
+                    p.note { a href=(charts::link(&shell, None, Range::Hour)) { "All charts: depth by state, wait, per queue, last day →" } }
+                }
+                None => p.note #no-stats { (charts::UNMIGRATED) }
             }
         }
     };

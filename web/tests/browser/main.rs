@@ -4,6 +4,7 @@
 //! `target/tmp/pgmill-web-screenshots/`.
 
 mod actions;
+mod charts;
 mod harness;
 mod pages;
 mod safety;
