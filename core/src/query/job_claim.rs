@@ -42,8 +42,7 @@ pub(crate) fn job_get_available(
     limit: usize,
     client_id: &str,
     claim_token: i64,
-    after: Option<FetchPosition>,
-    until: Option<FetchPosition>,
+    (after, until): (Option<FetchPosition>, Option<FetchPosition>),
     kinds: &[String],
 ) -> Statement {
     let query = match (after, until) {

@@ -470,8 +470,7 @@ impl<D: Driver> Producer<D> {
             limit,
             &self.client_id,
             token,
-            range.after,
-            range.until,
+            (range.after, range.until),
             &self.kinds,
         );
         let driver = self.driver.clone();
