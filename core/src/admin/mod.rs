@@ -27,6 +27,7 @@ pub use job_list::{JobListPage, JobListParams};
 pub use job_summary::{JobSummary, JobSummaryPage, JobSummaryParams};
 pub use migration::MigrationRow;
 pub use periodic::PeriodicRow;
+pub(crate) use queue::UNKNOWN_KIND_PROBE;
 pub use queue::{QueueActivity, QueueOverview, QueueRow, UnknownKindJobs, UnservedQueue};
 pub use queue_stat::{MAX_QUEUE_STAT_BINS, QueueStatParams, QueueStatPoint, QueueStats};
 pub use retention::{EVERY_QUEUE, RetentionRule};

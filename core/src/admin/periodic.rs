@@ -48,7 +48,8 @@ impl PeriodicRow {
     ///
     /// ```
     /// # fn show(row: &pgmill::admin::PeriodicRow) {
-    /// println!("{} next runs at {}", row.name, row.next_run_local().format("%Y-%m-%d %H:%M %:z"));
+    /// let next = row.next_run_local().format("%Y-%m-%d %H:%M %:z");
+    /// tracing::info!(name = %row.name, %next, "next run");
     /// # }
     /// ```
     pub fn next_run_local(&self) -> DateTime<FixedOffset> {

@@ -90,6 +90,10 @@ pub struct UnservedQueue {
     pub oldest_available_age: Option<Duration>,
 }
 
+/// Most due jobs per queue read to find [`UnknownKindJobs`], by the operator API and the leader's
+/// sampler alike.
+pub(crate) const UNKNOWN_KIND_PROBE: usize = 1_000;
+
 /// Jobs of one kind waiting in a queue that live clients work, none of which has a worker for
 /// the kind ([`Client::queue_unknown_kinds`](crate::Client::queue_unknown_kinds)). A client
 /// claims only the kinds it has workers for, so these jobs are never attempted: they wait, in

@@ -7,7 +7,7 @@ use serde_json::json;
 use super::Client;
 use crate::admin::{
     ClientRow, JobListPage, JobListParams, LeaderRow, PeriodicRow, QueueOverview, QueueRow,
-    UnknownKindJobs, UnservedQueue,
+    UNKNOWN_KIND_PROBE, UnknownKindJobs, UnservedQueue,
 };
 use crate::cluster::notifier::ControlMessage;
 use crate::connection_lease::ConnectionLease;
@@ -21,9 +21,6 @@ use crate::query::{
     queue_control_notify, queue_list, queue_overview, queue_pause, queue_resume,
     queue_unknown_kinds,
 };
-
-/// Most due jobs per queue [`Client::queue_unknown_kinds`] reads.
-pub(crate) const UNKNOWN_KIND_PROBE: usize = 1_000;
 
 impl<D: Driver> Client<D> {
     /// The current leadership term, if any (possibly expired).

@@ -12,7 +12,6 @@ mod health;
 mod retention;
 mod shutdown;
 
-pub(crate) use admin::UNKNOWN_KIND_PROBE;
 pub use config::{ClientBuilder, Config, QueueConfig};
 
 use std::collections::{BTreeSet, HashMap};

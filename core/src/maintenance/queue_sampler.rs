@@ -9,8 +9,9 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info_span, warn};
 
-use crate::admin::{LIVE_STATES, QueueOverview, UnknownKindJobs, VacuumHolder, VacuumHorizon};
-use crate::client::UNKNOWN_KIND_PROBE;
+use crate::admin::{
+    LIVE_STATES, QueueOverview, UNKNOWN_KIND_PROBE, UnknownKindJobs, VacuumHolder, VacuumHorizon,
+};
 use crate::connection_lease::ConnectionLease;
 use crate::driver::{Driver, Executor};
 use crate::engine_metrics::{
