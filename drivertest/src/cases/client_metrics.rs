@@ -69,12 +69,18 @@ pub async fn every_metric_is_emitted_with_its_labels<H: Harness>() {
                 1 if run.attempt == 1 => Err(JobError::retry("once")),
                 2 => Err(JobError::discard("bad input")),
                 3 => {
-                    // A newer claim of another client took the job over (its attempt, its own
-                    // fencing token, its name last in attempted_by): this attempt's outcome is
-                    // superseded. Attributed to this client, the row would be this client's
-                    // orphan, released and run again whenever a lost reply makes it reconcile.
+                    // A newer claim of another, live client took the job over (its attempt, its
+                    // own fencing token, its name last in attempted_by): this attempt's outcome
+                    // is superseded. Attributed to this client, the row would be this client's
+                    // orphan, released and run again whenever a lost reply makes it reconcile;
+                    // held by a client without a live row, the rescuer would give it back and it
+                    // would run again. The claimant's heartbeat stays ahead for the whole test.
                     let bump = Statement::new(schema.render(
-                        "UPDATE {schema}.pgmill_job SET attempt = attempt + 1, \
+                        "WITH claimant AS (\
+                             INSERT INTO {schema}.pgmill_client (id, hostname, pid, heartbeat_at) \
+                             VALUES ('newer-claimant', 'h', 1, now() + interval '1 hour') \
+                             ON CONFLICT (id) DO NOTHING) \
+                         UPDATE {schema}.pgmill_job SET attempt = attempt + 1, \
                          claim_token = claim_token + 1, attempted_at = now(), \
                          attempted_by = attempted_by || 'newer-claimant'::text \
                          WHERE id = $1::bigint",
